@@ -1,0 +1,48 @@
+#include "algorithm.h"
+
+#include <c10/util/Exception.h>
+
+#include <cstdlib>
+
+namespace torch_reduce {
+
+const std::vector<std::string>& algorithm_names() {
+  // Indexed by Algorithm's value.
+  static const std::vector<std::string> names = {
+      "default",
+      "serial",
+      "interleaved_divergent",
+      "interleaved_strided",
+      "sequential_addressing",
+      "first_add_during_load",
+      "unroll_last_warp",
+      "complete_unroll",
+      "multiple_elements_per_thread",
+      "warp_shuffle",
+      "warp_shuffle_vec4",
+  };
+  return names;
+}
+
+const std::string& algorithm_name(Algorithm algorithm) {
+  return algorithm_names().at(static_cast<size_t>(algorithm));
+}
+
+Algorithm parse_algorithm(const std::string& name) {
+  const auto& names = algorithm_names();
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return static_cast<Algorithm>(i);
+  }
+  std::string valid;
+  for (const auto& n : names) valid += (valid.empty() ? "" : ", ") + n;
+  TORCH_CHECK(false, "torch_reduce: unknown algorithm '", name,
+              "'; valid algorithms are: ", valid);
+}
+
+std::optional<Algorithm> environment_algorithm() {
+  static const char* value = std::getenv("TORCH_REDUCE_ALGORITHM");
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  return parse_algorithm(value);
+}
+
+}  // namespace torch_reduce

@@ -1,0 +1,39 @@
+// The reduction algorithms a caller can pick for torch_reduce.sum.
+//
+// `Default` is the fast path; the others are the classic ladder kept for
+// study (csrc/cuda/ladder/), in the order of the steps that build it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace torch_reduce {
+
+enum class Algorithm {
+  Default,
+  Serial,                     // 00: one GPU thread
+  InterleavedDivergent,       // 01: tid % (2*s) == 0
+  InterleavedStrided,         // 02: index = 2*s*tid, bank conflicts
+  SequentialAddressing,       // 03: s = blockDim/2 .. 1
+  FirstAddDuringLoad,         // 04: two elements per thread on load
+  UnrollLastWarp,             // 05: the last 32 threads unrolled
+  CompleteUnroll,             // 06: block size as a template parameter
+  MultipleElementsPerThread,  // 07: grid-stride load (Brent)
+  WarpShuffle,                // 08: __shfl_down_sync
+  WarpShuffleVec4,            // 09: shuffle + 16-byte loads
+};
+
+// Names in ladder order, "default" first.
+const std::vector<std::string>& algorithm_names();
+
+// Parses a name; an unknown one is a TORCH_CHECK error listing the valid ones.
+Algorithm parse_algorithm(const std::string& name);
+
+const std::string& algorithm_name(Algorithm algorithm);
+
+// The process-wide default from the TORCH_REDUCE_ALGORITHM environment
+// variable (read once), or std::nullopt when it is unset.
+std::optional<Algorithm> environment_algorithm();
+
+}  // namespace torch_reduce

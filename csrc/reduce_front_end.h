@@ -1,0 +1,66 @@
+// What every backend shares: torch's semantics (dtypes, dims, keepdim, empty
+// inputs, errors) and the canonical layout that the kernels consume.
+//
+// A backend supplies one function, `LayoutKernel`, that reduces a tensor
+// described by a ReduceLayout into a contiguous output; everything else
+// (argument checks, dtype promotion and casts, output shape) happens here,
+// once, for CPU and CUDA alike.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <optional>
+#include <string>
+
+#include "algorithm.h"
+#include "ops.h"
+
+namespace torch_reduce {
+
+// The reduction after merging adjacent dims, in one of two shapes:
+//
+//  Inner (rows): the reduced elements of an output are contiguous.
+//    element (b, r) at data + b * batch_stride + r;       out[b]
+//    (reduce_stride == 1, inner == 1)
+//
+//  Outer (columns): the kept innermost dim is contiguous and the reduced dim
+//  is strided.
+//    element (b, r, c) at data + b * batch_stride + r * reduce_stride + c;
+//    out[b * inner + c]
+//
+// Strides are in elements; `data` is input.data_ptr() (storage offset
+// included). `full` marks a reduction over every element (batch == 1), for
+// which the launch may depend on the size: dim reductions must not let the
+// launch depend on `batch` or `inner` (batch invariance).
+struct ReduceLayout {
+  enum Kind { Inner, Outer } kind;
+  int64_t batch;
+  int64_t reduce;
+  int64_t inner;
+  int64_t batch_stride;
+  int64_t reduce_stride;
+  bool full;
+};
+
+// Reduces `input` (already of a dtype that dispatch.h instantiates) as
+// described by `layout` into `out`: contiguous, batch * inner elements of the
+// kernel's output dtype. `layout.reduce` is at least 1.
+using LayoutKernel = void (*)(ReduceKind kind, const at::Tensor& input,
+                              const ReduceLayout& layout, at::Tensor& out,
+                              Algorithm algorithm);
+
+// Merges adjacent dims of `input` (sizes of 1 dropped) and matches the
+// result against the two layouts; std::nullopt when neither fits.
+std::optional<ReduceLayout> plan_layout(const at::Tensor& input,
+                                        const std::vector<bool>& reduced);
+
+// The ops' bodies. `name` is used in error messages ("sum", "amax", ...).
+// `algorithm` is only meaningful for sum (nullopt: the process-wide
+// default, which applies to full reductions of CUDA tensors only).
+at::Tensor reduce_front_end(ReduceKind kind, const char* name,
+                            const at::Tensor& self, at::OptionalIntArrayRef dim,
+                            bool keepdim, std::optional<at::ScalarType> dtype,
+                            const std::optional<std::string>& algorithm,
+                            LayoutKernel kernel);
+
+}  // namespace torch_reduce

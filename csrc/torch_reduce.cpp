@@ -1,0 +1,43 @@
+// The op schemas of torch_reduce and the stub Python module that loads them.
+// Kernels are registered per backend (cpu/reduce_cpu.cpp, cuda/reduce_cuda.cu).
+#include <Python.h>
+#include <torch/library.h>
+
+#include "algorithm.h"
+
+extern "C" {
+// `import torch_reduce._C` only needs to load this library so that the
+// registrations below run; the ops are reached through torch.ops.
+PyObject* PyInit__C(void) {
+  static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_C", nullptr, -1, nullptr};
+  return PyModule_Create(&module_def);
+}
+}
+
+namespace torch_reduce {
+
+std::vector<std::string> algorithms() { return algorithm_names(); }
+
+bool built_with_cuda() {
+#ifdef TORCH_REDUCE_WITH_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+TORCH_LIBRARY(torch_reduce, m) {
+  // Same arguments as torch.sum, plus the algorithm (see algorithm.h).
+  m.def(
+      "sum(Tensor self, int[1]? dim=None, bool keepdim=False, *, "
+      "ScalarType? dtype=None, str? algorithm=None) -> Tensor");
+  m.def(
+      "mean(Tensor self, int[1]? dim=None, bool keepdim=False, *, "
+      "ScalarType? dtype=None) -> Tensor");
+  m.def("amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor");
+  m.def("amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor");
+  m.def("algorithms() -> str[]", &algorithms);
+  m.def("built_with_cuda() -> bool", &built_with_cuda);
+}
+
+}  // namespace torch_reduce

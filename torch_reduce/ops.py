@@ -1,0 +1,88 @@
+"""The Python face of the ops: documented wrappers with torch's signatures, and
+the fake (meta) kernels that let them run under torch.compile."""
+from typing import List, Optional, Sequence, Union
+
+import torch
+
+from . import _library  # noqa: F401
+from .algorithms import get_default_algorithm
+
+DimArg = Union[None, int, Sequence[int]]
+
+
+def _dim_list(dim: DimArg) -> Optional[List[int]]:
+    if dim is None:
+        return None
+    if isinstance(dim, int):
+        return [dim]
+    return list(dim)
+
+
+def _reduces_all(input: torch.Tensor, dims: Optional[List[int]]) -> bool:
+    return dims is None or len(dims) == 0 or len({d % max(input.dim(), 1) for d in dims}) == max(input.dim(), 1)
+
+
+def sum(
+    input: torch.Tensor,
+    dim: DimArg = None,
+    keepdim: bool = False,
+    *,
+    dtype: Optional[torch.dtype] = None,
+    algorithm: Optional[str] = None,
+) -> torch.Tensor:
+    """Like torch.sum(input, dim, keepdim, dtype=dtype).
+
+    `algorithm` picks a kernel of the reduction ladder (see torch_reduce.algorithms());
+    when None, the default set by torch_reduce.use_algorithm applies to full
+    reductions of CUDA tensors.
+    """
+    dims = _dim_list(dim)
+    if algorithm is None:
+        default = get_default_algorithm()
+        if default is not None and input.is_cuda and _reduces_all(input, dims):
+            algorithm = default
+    return torch.ops.torch_reduce.sum.default(input, dims, keepdim, dtype=dtype, algorithm=algorithm)
+
+
+def mean(input: torch.Tensor, dim: DimArg = None, keepdim: bool = False, *, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    """Like torch.mean(input, dim, keepdim, dtype=dtype)."""
+    return torch.ops.torch_reduce.mean.default(input, _dim_list(dim), keepdim, dtype=dtype)
+
+
+def amax(input: torch.Tensor, dim: DimArg = (), keepdim: bool = False) -> torch.Tensor:
+    """Like torch.amax(input, dim, keepdim): NaN propagates."""
+    return torch.ops.torch_reduce.amax.default(input, _dim_list(dim) or [], keepdim)
+
+
+def amin(input: torch.Tensor, dim: DimArg = (), keepdim: bool = False) -> torch.Tensor:
+    """Like torch.amin(input, dim, keepdim): NaN propagates."""
+    return torch.ops.torch_reduce.amin.default(input, _dim_list(dim) or [], keepdim)
+
+
+# Fake kernels: the output is always a new contiguous tensor; torch's own
+# reductions on the fake input give its shape and dtype (and torch's errors).
+def _like(reference: torch.Tensor) -> torch.Tensor:
+    return reference.new_empty(reference.shape)
+
+
+@torch.library.register_fake("torch_reduce::sum")
+def _sum_fake(input, dim=None, keepdim=False, *, dtype=None, algorithm=None):
+    return _like(torch.sum(input, dim, keepdim, dtype=dtype))
+
+
+@torch.library.register_fake("torch_reduce::mean")
+def _mean_fake(input, dim=None, keepdim=False, *, dtype=None):
+    return _like(torch.mean(input, dim, keepdim, dtype=dtype))
+
+
+@torch.library.register_fake("torch_reduce::amax")
+def _amax_fake(input, dim=(), keepdim=False):
+    return _like(torch.amax(input, dim, keepdim))
+
+
+@torch.library.register_fake("torch_reduce::amin")
+def _amin_fake(input, dim=(), keepdim=False):
+    return _like(torch.amin(input, dim, keepdim))
+
+# Autograd is registered in C++ (csrc/autograd.cpp): a Python autograd kernel
+# would be entered on every call, gradient or not.
