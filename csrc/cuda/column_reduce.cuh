@@ -1,0 +1,100 @@
+// Reduces strided columns: element (b, r, c) at b * batch_stride +
+// r * reduce_stride + c, reduced over r. Consecutive threads own consecutive
+// columns (one 16-byte vector of them when aligned), so every load of a warp
+// is coalesced; each thread walks down kColumnChunk rows of its columns.
+//
+// One pass turns R rows into ceil(R / kColumnChunk) rows of partial results,
+// laid out as a new column problem [chunks, batch * columns]; passes repeat
+// until one row is left, and the last one writes the output. So a column's
+// order -- sequential within chunks of kColumnChunk, chunks combined the same
+// way level by level -- depends only on R: never on the number of columns or
+// batches (batch invariance), and there is enough parallelism for tall,
+// narrow inputs without atomics.
+#pragma once
+
+#include "primitives.cuh"
+
+namespace torch_reduce {
+namespace cuda {
+
+constexpr int kColumnThreads = 256;
+constexpr int kColumnChunk = 64;
+constexpr int kColumnUnroll = 8;  // rows loaded before they are folded
+
+template <typename in_t, typename acc_t, typename out_t>
+struct ColumnArgs {
+  const in_t* data;
+  int64_t batch;
+  int64_t reduce;
+  int64_t columns;
+  int64_t batch_stride;
+  int64_t reduce_stride;
+  int64_t chunks;      // ceil(reduce / kColumnChunk); 1 on the last pass
+  bool vectorized;     // data, columns and strides allow 16-byte loads
+  acc_t* partials;     // [chunks, batch * columns] when chunks > 1
+  out_t* out;          // [batch * columns] when chunks == 1
+};
+
+template <typename in_t, typename acc_t, typename out_t, typename Op>
+__global__ void __launch_bounds__(kColumnThreads) column_reduce_kernel(ColumnArgs<in_t, acc_t, out_t> args, Op op) {
+  constexpr int kWidth = vector_width<in_t>();
+  const int width = args.vectorized ? kWidth : 1;
+  const int64_t column_groups = (args.columns + width - 1) / width;
+  const int64_t work = args.batch * args.chunks * column_groups;
+  const int64_t outputs = args.batch * args.columns;
+
+  for (int64_t w = blockIdx.x * static_cast<int64_t>(kColumnThreads) + threadIdx.x; w < work;
+       w += static_cast<int64_t>(gridDim.x) * kColumnThreads) {
+    const int64_t column = (w % column_groups) * width;
+    const int64_t chunk = (w / column_groups) % args.chunks;
+    const int64_t b = w / (column_groups * args.chunks);
+    const int64_t row_begin = chunk * kColumnChunk;
+    const int64_t row_end = row_begin + kColumnChunk < args.reduce ? row_begin + kColumnChunk : args.reduce;
+    const in_t* base = args.data + b * args.batch_stride + column;
+
+    acc_t acc[kWidth];
+#pragma unroll
+    for (int i = 0; i < kWidth; ++i) acc[i] = op.identity();
+
+    if (args.vectorized) {
+      for (int64_t r = row_begin; r < row_end; r += kColumnUnroll) {
+        Vector<in_t> loaded[kColumnUnroll];
+#pragma unroll
+        for (int u = 0; u < kColumnUnroll; ++u)
+          if (r + u < row_end) loaded[u] = load_vector(base + (r + u) * args.reduce_stride);
+#pragma unroll
+        for (int u = 0; u < kColumnUnroll; ++u) {
+          if (r + u < row_end) {
+#pragma unroll
+            for (int i = 0; i < kWidth; ++i) acc[i] = op.combine(acc[i], static_cast<acc_t>(loaded[u].value[i]));
+          }
+        }
+      }
+    } else {
+      for (int64_t r = row_begin; r < row_end; r += kColumnUnroll) {
+        in_t loaded[kColumnUnroll];
+#pragma unroll
+        for (int u = 0; u < kColumnUnroll; ++u)
+          if (r + u < row_end) loaded[u] = base[(r + u) * args.reduce_stride];
+#pragma unroll
+        for (int u = 0; u < kColumnUnroll; ++u)
+          if (r + u < row_end) acc[0] = op.combine(acc[0], static_cast<acc_t>(loaded[u]));
+      }
+    }
+
+    const int64_t output = b * args.columns + column;
+#pragma unroll
+    for (int i = 0; i < kWidth; ++i) {
+      if (i < width) {
+        if (args.chunks == 1) {
+          args.out[output + i] = static_cast<out_t>(op.project(acc[i]));
+        } else {
+          args.partials[chunk * outputs + output + i] = acc[i];
+        }
+      }
+    }
+  }
+}
+
+}  // namespace cuda
+}  // namespace torch_reduce

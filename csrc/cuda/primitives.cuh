@@ -1,0 +1,127 @@
+// Building blocks shared by the fast kernels: 16-byte vector loads, warp and
+// block reductions over any ops object (see ops.h).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "ops.h"
+
+namespace torch_reduce {
+namespace cuda {
+
+constexpr int kWarpSize = 32;
+constexpr int kVectorBytes = 16;
+
+// Elements of T in one 16-byte load.
+template <typename T>
+constexpr int vector_width() {
+  return kVectorBytes / sizeof(T);
+}
+
+template <typename T>
+struct alignas(kVectorBytes) Vector {
+  T value[vector_width<T>()];
+};
+
+// One 128-bit load (LDG.E.128); `p` must be 16-byte aligned.
+template <typename T>
+__device__ __forceinline__ Vector<T> load_vector(const T* p) {
+  return *reinterpret_cast<const Vector<T>*>(p);
+}
+
+// The exact sum of a vector of 1- or 2-byte integers in 32 bits (it cannot
+// overflow): four bytes per __dp4a instruction instead of a 64-bit add each.
+template <typename T>
+__device__ __forceinline__ int32_t narrow_vector_sum(const Vector<T>& v) {
+  static_assert(std::is_integral_v<T> && sizeof(T) <= 2, "1- or 2-byte integers");
+  int32_t sum = 0;
+  if constexpr (sizeof(T) == 1) {
+    const auto* words = reinterpret_cast<const uint32_t*>(v.value);
+#pragma unroll
+    for (int w = 0; w < kVectorBytes / 4; ++w) {
+      if constexpr (std::is_signed_v<T>) {
+        sum = __dp4a(static_cast<int32_t>(words[w]), 0x01010101, sum);
+      } else {
+        sum = static_cast<int32_t>(__dp4a(words[w], 0x01010101u, static_cast<uint32_t>(sum)));
+      }
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < vector_width<T>(); ++i) sum += v.value[i];
+  }
+  return sum;
+}
+
+// Folds the elements of a vector into `acc`, in index order. Integer sums
+// are exact in any order, so narrow integers are added up first.
+template <typename acc_t, typename T, typename Op>
+__device__ __forceinline__ acc_t fold_vector(acc_t acc, const Vector<T>& v, const Op& op) {
+  if constexpr (std::is_same_v<Op, SumOp<int64_t>> && std::is_integral_v<T> && sizeof(T) <= 2) {
+    return op.combine(acc, static_cast<acc_t>(narrow_vector_sum(v)));
+  } else {
+#pragma unroll
+    for (int i = 0; i < vector_width<T>(); ++i) acc = op.combine(acc, static_cast<acc_t>(v.value[i]));
+    return acc;
+  }
+}
+
+// Elements before `p` reaches a 16-byte boundary, at most n.
+template <typename T>
+__device__ __forceinline__ int64_t misaligned_head(const T* p, int64_t n) {
+  const int64_t bytes = (kVectorBytes - (reinterpret_cast<uintptr_t>(p) % kVectorBytes)) % kVectorBytes;
+  const int64_t head = bytes / static_cast<int64_t>(sizeof(T));
+  return head < n ? head : n;
+}
+
+// Shuffles have no bool overload; move bools as ints.
+template <typename T>
+__device__ __forceinline__ T shuffle_xor(T v, int lane_mask, int width) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return static_cast<bool>(__shfl_xor_sync(0xffffffffu, static_cast<int>(v), lane_mask, width));
+  } else {
+    return __shfl_xor_sync(0xffffffffu, v, lane_mask, width);
+  }
+}
+
+// Butterfly reduction over aligned groups of `width` lanes (a power of two
+// <= 32); every lane of a group ends with the group's result. The tree is
+// fixed, so the result is deterministic. All 32 lanes must take part.
+template <typename acc_t, typename Op>
+__device__ __forceinline__ acc_t group_reduce(acc_t v, int width, const Op& op) {
+  for (int offset = width / 2; offset > 0; offset /= 2) v = op.combine(v, shuffle_xor(v, offset, width));
+  return v;
+}
+
+template <typename acc_t, typename Op>
+__device__ __forceinline__ acc_t warp_reduce(acc_t v, const Op& op) {
+#pragma unroll
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) v = op.combine(v, shuffle_xor(v, offset, kWarpSize));
+  return v;
+}
+
+// Reduces one value per thread of a 1-D block of kThreads threads; the result
+// is valid in thread 0. `scratch` holds kThreads / 32 values. Ends with a
+// barrier, so scratch can be reused right after.
+template <int kThreads, typename acc_t, typename Op>
+__device__ __forceinline__ acc_t block_reduce(acc_t v, acc_t* scratch, const Op& op) {
+  static_assert(kThreads % kWarpSize == 0 && kThreads <= 1024, "block of whole warps");
+  constexpr int kWarps = kThreads / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  v = warp_reduce(v, op);
+  if constexpr (kWarps > 1) {
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+      v = lane < kWarps ? scratch[lane] : op.identity();
+      v = warp_reduce(v, op);
+    }
+    __syncthreads();
+  }
+  return v;
+}
+
+}  // namespace cuda
+}  // namespace torch_reduce

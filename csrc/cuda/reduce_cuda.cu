@@ -1,0 +1,39 @@
+// The CUDA backend: device guard, the ladder for non-default algorithms, and
+// the fast kernels for everything else.
+#include <c10/cuda/CUDAGuard.h>
+
+#include "ladder/ladder.h"
+#include "register_backend.h"
+
+namespace torch_reduce {
+namespace cuda {
+
+template <ReduceKind kind>
+void reduce_layout(const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out);
+
+void reduce_layout_cuda(ReduceKind kind, const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out,
+                        Algorithm algorithm) {
+  const c10::cuda::CUDAGuard guard(input.device());
+  if (algorithm != Algorithm::Default) {
+    // The front end allows the ladder for full sums only: `reduce` dense
+    // elements from the data pointer.
+    TORCH_INTERNAL_ASSERT(kind == ReduceKind::Sum && layout.full && layout.kind == ReduceLayout::Inner);
+    return ladder_sum_cuda(input.as_strided({layout.reduce}, {1}), out, algorithm);
+  }
+  switch (kind) {
+    case ReduceKind::Sum:
+      return reduce_layout<ReduceKind::Sum>(input, layout, out);
+    case ReduceKind::Mean:
+      return reduce_layout<ReduceKind::Mean>(input, layout, out);
+    case ReduceKind::Max:
+      return reduce_layout<ReduceKind::Max>(input, layout, out);
+    case ReduceKind::Min:
+      return reduce_layout<ReduceKind::Min>(input, layout, out);
+  }
+}
+
+}  // namespace cuda
+
+TORCH_LIBRARY_IMPL(torch_reduce, CUDA, m) { register_backend<cuda::reduce_layout_cuda>(m); }
+
+}  // namespace torch_reduce

@@ -1,0 +1,124 @@
+// Routes a ReduceLayout to the kernel that reads it at full bandwidth:
+//   full reductions and long rows -> split_row_reduce_kernel (one launch)
+//   shorter rows                  -> row_reduce_kernel
+//   strided columns               -> column_reduce_kernel, pass after pass
+// Included by one translation unit per ReduceKind (reduce_<kind>.cu).
+#pragma once
+
+#include <ATen/ATen.h>
+#include <c10/cuda/CUDAStream.h>
+#include <c10/cuda/CUDAException.h>
+
+#include "dispatch.h"
+#include "launch_config.cuh"
+#include "reduce_front_end.h"
+#include "workspace.h"
+
+namespace torch_reduce {
+namespace cuda {
+
+template <typename T>
+bool is_aligned(const T* p) {
+  return reinterpret_cast<uintptr_t>(p) % kVectorBytes == 0;
+}
+
+template <typename scalar_t, typename acc_t, typename out_t, typename Op>
+void launch_split_rows(const scalar_t* data, const ReduceLayout& layout, out_t* out, const Op& op,
+                       const c10::cuda::CUDAStream& stream) {
+  auto kernel = split_row_reduce_kernel<scalar_t, acc_t, out_t, Op>;
+  const int64_t splits = layout.full
+                             ? full_reduction_splits(layout.reduce, sizeof(scalar_t), resident_blocks(kernel, kSplitThreads))
+                             : dim_reduction_splits(layout.reduce, sizeof(scalar_t));
+  SplitRowArgs<scalar_t, acc_t, out_t> args{data, layout.reduce, layout.batch_stride, splits, out, nullptr, nullptr};
+  if (splits > 1) {
+    const Workspace workspace = stream_workspace(stream, layout.batch, layout.batch * splits * sizeof(acc_t));
+    args.partials = static_cast<acc_t*>(workspace.partials);
+    args.tickets = workspace.tickets;
+  }
+  const int64_t blocks = layout.batch * splits;
+  TORCH_CHECK(blocks <= std::numeric_limits<int32_t>::max(), "torch_reduce: reduction too large for one launch");
+  kernel<<<static_cast<unsigned int>(blocks), kSplitThreads, 0, stream.stream()>>>(args, op);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+template <typename scalar_t, typename acc_t, typename out_t, typename Op>
+void launch_rows(const scalar_t* data, const ReduceLayout& layout, out_t* out, const Op& op,
+                 const c10::cuda::CUDAStream& stream) {
+  constexpr int kWidth = vector_width<scalar_t>();
+  const bool vectorized = is_aligned(data) && layout.reduce % kWidth == 0 &&
+                          (layout.batch == 1 || (layout.batch_stride * sizeof(scalar_t)) % kVectorBytes == 0);
+  const int64_t items = vectorized ? layout.reduce / kWidth : layout.reduce;
+  const int group = row_group_size(items);
+  // Rows here are shorter than kSplitRowBytes, so this fits an int.
+  const int items_per_lane = static_cast<int>(ceil_div(items, group));
+  RowArgs<scalar_t, out_t> args{data, layout.batch, layout.reduce, layout.batch_stride, group, items_per_lane, out};
+  const int rows_per_pass = items_per_lane >= kRowSlots ? 1 : kRowSlots / items_per_lane;
+  const int64_t threads_needed = ceil_div(layout.batch, rows_per_pass) * group;
+  const auto blocks = static_cast<unsigned int>(grid_stride_blocks(threads_needed, kRowThreads));
+  if (vectorized) {
+    row_reduce_kernel<scalar_t, acc_t, out_t, Op, true><<<blocks, kRowThreads, 0, stream.stream()>>>(args, op);
+  } else {
+    row_reduce_kernel<scalar_t, acc_t, out_t, Op, false><<<blocks, kRowThreads, 0, stream.stream()>>>(args, op);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// One pass of the column reduction; returns the partials when it was not the
+// last pass (they are the next pass's input).
+template <typename in_t, typename acc_t, typename out_t, typename Op>
+at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, int64_t columns, int64_t batch_stride,
+                              int64_t reduce_stride, out_t* out, const Op& op, const c10::cuda::CUDAStream& stream) {
+  constexpr int kWidth = vector_width<in_t>();
+  const bool vectorized = is_aligned(data) && columns % kWidth == 0 && reduce_stride % kWidth == 0 &&
+                          (batch == 1 || batch_stride % kWidth == 0);
+  const int64_t chunks = ceil_div(reduce, kColumnChunk);
+  at::Tensor partials;
+  ColumnArgs<in_t, acc_t, out_t> args{data, batch, reduce, columns, batch_stride, reduce_stride, chunks, vectorized, nullptr, out};
+  if (chunks > 1) {
+    partials = at::empty({chunks * batch * columns},
+                         at::TensorOptions().dtype(c10::CppTypeToScalarType<acc_t>::value).device(at::kCUDA, stream.device_index()));
+    args.partials = partials.data_ptr<acc_t>();
+  }
+  const int64_t work = batch * chunks * ceil_div(columns, vectorized ? kWidth : 1);
+  const auto blocks = static_cast<unsigned int>(grid_stride_blocks(work, kColumnThreads));
+  column_reduce_kernel<in_t, acc_t, out_t, Op><<<blocks, kColumnThreads, 0, stream.stream()>>>(args, op);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return partials;
+}
+
+template <typename scalar_t, typename acc_t, typename out_t, typename Op>
+void launch_columns(const scalar_t* data, const ReduceLayout& layout, out_t* out, const Op& op,
+                    const c10::cuda::CUDAStream& stream) {
+  at::Tensor partials = launch_column_pass<scalar_t, acc_t, out_t>(data, layout.batch, layout.reduce, layout.inner,
+                                                                   layout.batch_stride, layout.reduce_stride, out, op, stream);
+  // Later passes reduce [chunks, outputs] partials, contiguous.
+  const int64_t outputs = layout.batch * layout.inner;
+  while (partials.defined()) {
+    const int64_t rows = partials.numel() / outputs;
+    partials = launch_column_pass<acc_t, acc_t, out_t>(partials.data_ptr<acc_t>(), 1, rows, outputs, 0, outputs, out, op, stream);
+  }
+}
+
+template <typename scalar_t, typename acc_t, typename out_t, typename Op>
+void launch_layout_reduction(const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out, const Op& op) {
+  const auto stream = c10::cuda::getCurrentCUDAStream();
+  const auto* data = reinterpret_cast<const scalar_t*>(input.data_ptr());
+  auto* out_data = reinterpret_cast<out_t*>(out.data_ptr());
+  if (layout.kind == ReduceLayout::Outer) return launch_columns<scalar_t, acc_t, out_t>(data, layout, out_data, op, stream);
+  if (layout.full || layout.reduce * static_cast<int64_t>(sizeof(scalar_t)) >= kSplitRowBytes)
+    return launch_split_rows<scalar_t, acc_t, out_t>(data, layout, out_data, op, stream);
+  launch_rows<scalar_t, acc_t, out_t>(data, layout, out_data, op, stream);
+}
+
+// The LayoutKernel body of one ReduceKind; each reduce_<kind>.cu instantiates
+// its own, so the kinds compile in parallel.
+template <ReduceKind kind>
+void reduce_layout(const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out) {
+  dispatch_reduction<kind>(input.scalar_type(), out.scalar_type(), layout.reduce, [&](auto types, auto op) {
+    using T = decltype(types);
+    launch_layout_reduction<typename T::scalar_t, typename T::acc_t, typename T::out_t>(input, layout, out, op);
+  });
+}
+
+}  // namespace cuda
+}  // namespace torch_reduce

@@ -1,0 +1,110 @@
+// Reduces many contiguous rows of up to a few thousand elements: a group of
+// `group` lanes (a power of two <= 32, chosen from the row length) owns one
+// row at a time, so that a warp reads whole 128-byte lines even for rows of
+// 2 to 32 elements.
+//
+// Every lane keeps kRowSlots loads in flight: items of one long row, or one
+// item of each of several short rows (rows_per_pass > 1). A row's order --
+// each lane folds its items in index order, then the fixed butterfly across
+// the group -- depends only on the row length and the vectorization, never
+// on the number of rows (batch invariance).
+#pragma once
+
+#include "primitives.cuh"
+
+namespace torch_reduce {
+namespace cuda {
+
+constexpr int kRowThreads = 256;
+constexpr int kRowSlots = 4;
+
+template <typename scalar_t, typename out_t>
+struct RowArgs {
+  const scalar_t* data;
+  int64_t rows;
+  int64_t row_length;
+  int64_t row_stride;
+  int group;           // lanes per row
+  int items_per_lane;  // ceil(items / group); an item is a vector or an element
+  out_t* out;
+};
+
+// kVectorized: every row starts 16-byte aligned and its length is a multiple
+// of the vector width, so an item is a 16-byte vector.
+template <typename scalar_t, typename acc_t, typename out_t, typename Op, bool kVectorized>
+__global__ void __launch_bounds__(kRowThreads) row_reduce_kernel(RowArgs<scalar_t, out_t> args, Op op) {
+  constexpr int kWidth = kVectorized ? vector_width<scalar_t>() : 1;
+  const int group = args.group;
+  const int lane = threadIdx.x % group;
+  const int64_t items = args.row_length / kWidth;
+  const int rows_per_pass = args.items_per_lane >= kRowSlots ? 1 : kRowSlots / args.items_per_lane;
+  const int64_t groups_per_block = kRowThreads / group;
+  const int64_t group_id = blockIdx.x * groups_per_block + threadIdx.x / group;
+  const int64_t row_step = static_cast<int64_t>(gridDim.x) * groups_per_block * rows_per_pass;
+  // The first row of the warp's first group: the whole warp loops together,
+  // since the butterfly needs all 32 lanes.
+  const int64_t warp_first_group = blockIdx.x * groups_per_block + (threadIdx.x / kWarpSize) * (kWarpSize / group);
+
+  auto load_item = [&](int64_t row, int64_t item) -> acc_t {
+    const scalar_t* p = args.data + row * args.row_stride + item * kWidth;
+    acc_t acc = op.identity();
+    if constexpr (kVectorized) {
+      acc = fold_vector(acc, load_vector(p), op);
+    } else {
+      acc = static_cast<acc_t>(*p);
+    }
+    return acc;
+  };
+
+  for (int64_t first = group_id * rows_per_pass, warp_first = warp_first_group * rows_per_pass; warp_first < args.rows;
+       first += row_step, warp_first += row_step) {
+    acc_t acc[kRowSlots];
+    if (rows_per_pass == 1) {
+      // One row; slot s holds items lane + group * (s + kRowSlots * j).
+#pragma unroll
+      for (int s = 0; s < kRowSlots; ++s) acc[s] = op.identity();
+      if (first < args.rows) {
+        for (int64_t base = 0; base < items; base += kRowSlots * group) {
+          acc_t loaded[kRowSlots];
+#pragma unroll
+          for (int s = 0; s < kRowSlots; ++s) {
+            const int64_t item = base + s * group + lane;
+            loaded[s] = item < items ? load_item(first, item) : op.identity();
+          }
+#pragma unroll
+          for (int s = 0; s < kRowSlots; ++s) acc[s] = op.combine(acc[s], loaded[s]);
+        }
+      }
+#pragma unroll
+      for (int s = 1; s < kRowSlots; ++s) acc[0] = op.combine(acc[0], acc[s]);
+      const acc_t total = group_reduce(acc[0], group, op);
+      if (lane == 0 && first < args.rows) args.out[first] = static_cast<out_t>(op.project(total));
+    } else {
+      // Several short rows; slot s holds item (s % ipl) * group + lane of
+      // row first + s / ipl.
+      const int ipl = args.items_per_lane;
+#pragma unroll
+      for (int s = 0; s < kRowSlots; ++s) {
+        const int64_t row = first + s / ipl;
+        const int64_t item = (s % ipl) * group + lane;
+        const bool valid = s / ipl < rows_per_pass && row < args.rows && item < items;
+        acc[s] = valid ? load_item(row, item) : op.identity();
+      }
+      // Fold each row's slots in order, then its group's butterfly. The
+      // conditions are uniform across the warp, as the butterfly needs.
+      acc_t row_acc = op.identity();
+#pragma unroll
+      for (int s = 0; s < kRowSlots; ++s) {
+        row_acc = s % ipl == 0 ? acc[s] : op.combine(row_acc, acc[s]);
+        const int r = s / ipl;
+        if (s % ipl == ipl - 1 && r < rows_per_pass) {
+          const acc_t total = group_reduce(row_acc, group, op);
+          if (lane == 0 && first + r < args.rows) args.out[first + r] = static_cast<out_t>(op.project(total));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace cuda
+}  // namespace torch_reduce

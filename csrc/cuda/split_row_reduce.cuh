@@ -1,0 +1,127 @@
+// Reduces long contiguous rows -- the whole tensor for a full reduction -- in
+// one launch: `splits` blocks share each row, and the last of them to finish
+// combines their partial results.
+//
+//  - Each thread keeps kUnroll independent 16-byte loads in flight per tile
+//    and folds them into kUnroll accumulators (latency hiding without
+//    reordering a thread's own sum).
+//  - A row that does not start on a 16-byte boundary, or whose length is not a
+//    multiple of the vector width, has its head and tail folded in exactly
+//    once, by block 0 of the row.
+//  - Block results go to `partials`; each block then takes a ticket (an
+//    acquire-release atomic, cheaper than a full fence per block), and the
+//    block that draws the last one combines the row's partials in split
+//    order and resets the ticket for the next launch.
+//  - Deterministic: the order of every operation depends only on the row's
+//    length, its alignment and `splits`, never on timing.
+#pragma once
+
+#include <cuda/atomic>
+
+#include "primitives.cuh"
+
+namespace torch_reduce {
+namespace cuda {
+
+constexpr int kSplitThreads = 256;
+constexpr int kSplitUnroll = 4;
+// Vectors of one tile: every thread loads kSplitUnroll of them.
+constexpr int kSplitTileVectors = kSplitThreads * kSplitUnroll;
+
+template <typename scalar_t, typename acc_t, typename out_t>
+struct SplitRowArgs {
+  const scalar_t* data;
+  int64_t row_length;
+  int64_t row_stride;
+  int64_t splits;  // blocks per row; gridDim.x == rows * splits
+  out_t* out;
+  acc_t* partials;         // rows * splits values (unused when splits == 1)
+  unsigned int* tickets;   // rows zeroed counters (unused when splits == 1)
+};
+
+template <typename scalar_t, typename acc_t, typename out_t, typename Op>
+__global__ void __launch_bounds__(kSplitThreads)
+    split_row_reduce_kernel(SplitRowArgs<scalar_t, acc_t, out_t> args, Op op) {
+  constexpr int kWidth = vector_width<scalar_t>();
+  __shared__ acc_t scratch[kSplitThreads / kWarpSize];
+  __shared__ bool is_last_block;
+
+  const int64_t row = blockIdx.x / args.splits;
+  const int64_t split = blockIdx.x % args.splits;
+  const int tid = threadIdx.x;
+  const scalar_t* row_data = args.data + row * args.row_stride;
+  const int64_t n = args.row_length;
+
+  const int64_t head = misaligned_head(row_data, n);
+  const int64_t vectors = (n - head) / kWidth;
+  const int64_t tail_start = head + vectors * kWidth;
+  const scalar_t* body = row_data + head;
+
+  acc_t acc[kSplitUnroll];
+#pragma unroll
+  for (int u = 0; u < kSplitUnroll; ++u) acc[u] = op.identity();
+
+  // Head and tail are each shorter than one vector.
+  if (split == 0) {
+    if (tid < head) acc[0] = op.combine(acc[0], static_cast<acc_t>(row_data[tid]));
+    if (tail_start + tid < n) acc[1] = op.combine(acc[1], static_cast<acc_t>(row_data[tail_start + tid]));
+  }
+
+  // Tiles are dealt round-robin to the row's blocks, so that at any moment
+  // the blocks stream neighbouring memory.
+  const int64_t tile_step = args.splits * kSplitTileVectors;
+  int64_t v = split * kSplitTileVectors + tid;
+  // Whole tiles: no bounds checks inside.
+  for (; v + (kSplitUnroll - 1) * kSplitThreads < vectors; v += tile_step) {
+    Vector<scalar_t> loaded[kSplitUnroll];
+#pragma unroll
+    for (int u = 0; u < kSplitUnroll; ++u) loaded[u] = load_vector(body + (v + u * kSplitThreads) * kWidth);
+#pragma unroll
+    for (int u = 0; u < kSplitUnroll; ++u) acc[u] = fold_vector(acc[u], loaded[u], op);
+  }
+  // The last, partial tile.
+  if (v < vectors) {
+#pragma unroll
+    for (int u = 0; u < kSplitUnroll; ++u) {
+      const int64_t i = v + u * kSplitThreads;
+      if (i < vectors) acc[u] = fold_vector(acc[u], load_vector(body + i * kWidth), op);
+    }
+  }
+
+  acc_t result = acc[0];
+#pragma unroll
+  for (int u = 1; u < kSplitUnroll; ++u) result = op.combine(result, acc[u]);
+  result = block_reduce<kSplitThreads>(result, scratch, op);
+
+  if (args.splits == 1) {
+    if (tid == 0) args.out[row] = static_cast<out_t>(op.project(result));
+    return;
+  }
+
+  acc_t* row_partials = args.partials + row * args.splits;
+  if (tid == 0) {
+    row_partials[split] = result;
+    // Release: this partial is visible to the block that draws a later
+    // ticket; acquire: the last block sees every earlier partial.
+    ::cuda::atomic_ref<unsigned int, ::cuda::thread_scope_device> ticket(args.tickets[row]);
+    is_last_block = ticket.fetch_add(1u, ::cuda::memory_order_acq_rel) == static_cast<unsigned int>(args.splits - 1);
+  }
+  __syncthreads();
+  if (!is_last_block) return;
+
+  // Extends thread 0's acquire to the whole block before it reads.
+  __threadfence();
+  // Fixed order: thread t folds partials t, t + kSplitThreads, ...; then the
+  // block tree. Volatile loads skip L1, which may hold stale lines.
+  const volatile acc_t* visible_partials = row_partials;
+  acc_t total = op.identity();
+  for (int64_t i = tid; i < args.splits; i += kSplitThreads) total = op.combine(total, visible_partials[i]);
+  total = block_reduce<kSplitThreads>(total, scratch, op);
+  if (tid == 0) {
+    args.out[row] = static_cast<out_t>(op.project(total));
+    args.tickets[row] = 0;  // ready for the next launch on this stream
+  }
+}
+
+}  // namespace cuda
+}  // namespace torch_reduce
