@@ -1,0 +1,21 @@
+// The classic reduction ladder (one step per file in this folder), as the
+// implementation of torch_reduce.sum(x, algorithm=...) for every algorithm
+// but Default.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include "algorithm.h"
+
+namespace torch_reduce {
+
+// Sums every element of `input` into `out` with the ladder step `algorithm`
+// (not Algorithm::Default), on the current stream of the input's device,
+// without synchronising the host (so it can be captured in a CUDA graph).
+//   input: a contiguous CUDA tensor of n >= 1 elements, of a dtype that
+//          dispatch.h instantiates; its data may be only element-aligned (x[1:]).
+//   out:   a contiguous 1-element tensor on the same device, of the kernel's
+//          output dtype for that input (dispatch_reduction<ReduceKind::Sum>).
+void ladder_sum_cuda(const at::Tensor& input, at::Tensor& out, Algorithm algorithm);
+
+}  // namespace torch_reduce
