@@ -50,19 +50,37 @@ at::Tensor broadcast_back(AutogradContext* ctx, const at::Tensor& grad) {
   return with_reduced_dims(grad, dims, ctx->saved_data["keepdim"].toBool()).expand(sizes).to(dtype);
 }
 
-const c10::OperatorHandle& op_handle(const char* name) {
+c10::OperatorHandle op_handle(const char* name) {
   return c10::Dispatcher::singleton().findSchemaOrThrow(name, "");
+}
+
+// The ops below autograd, looked up once.
+using SumSignature = at::Tensor(const at::Tensor&, at::OptionalIntArrayRef, bool, std::optional<at::ScalarType>,
+                                std::optional<std::string>);
+using MeanSignature = at::Tensor(const at::Tensor&, at::OptionalIntArrayRef, bool, std::optional<at::ScalarType>);
+using ExtremumSignature = at::Tensor(const at::Tensor&, at::IntArrayRef, bool);
+
+const c10::TypedOperatorHandle<SumSignature>& sum_op() {
+  static const auto handle = op_handle("torch_reduce::sum").typed<SumSignature>();
+  return handle;
+}
+const c10::TypedOperatorHandle<MeanSignature>& mean_op() {
+  static const auto handle = op_handle("torch_reduce::mean").typed<MeanSignature>();
+  return handle;
+}
+template <const char* kOpName>
+const c10::TypedOperatorHandle<ExtremumSignature>& extremum_op() {
+  static const auto handle = op_handle(kOpName).typed<ExtremumSignature>();
+  return handle;
 }
 
 struct SumFunction : public torch::autograd::Function<SumFunction> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                             std::optional<at::ScalarType> dtype, std::optional<std::string> algorithm) {
-    save_shape(ctx, self, dim, keepdim);
     at::AutoDispatchBelowADInplaceOrView guard;
-    static const auto op = op_handle("torch_reduce::sum")
-                               .typed<at::Tensor(const at::Tensor&, at::OptionalIntArrayRef, bool,
-                                                 std::optional<at::ScalarType>, std::optional<std::string>)>();
-    return op.call(self, dim, keepdim, dtype, algorithm);
+    at::Tensor result = sum_op().call(self, dim, keepdim, dtype, algorithm);
+    save_shape(ctx, self, dim, keepdim);
+    return result;
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     return {broadcast_back(ctx, grads[0]), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
@@ -72,15 +90,13 @@ struct SumFunction : public torch::autograd::Function<SumFunction> {
 struct MeanFunction : public torch::autograd::Function<MeanFunction> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                             std::optional<at::ScalarType> dtype) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    at::Tensor result = mean_op().call(self, dim, keepdim, dtype);
     save_shape(ctx, self, dim, keepdim);
     int64_t count = 1;
     for (int64_t d : ctx->saved_data["dims"].toIntVector()) count *= self.size(d);
     ctx->saved_data["count"] = count;
-    at::AutoDispatchBelowADInplaceOrView guard;
-    static const auto op =
-        op_handle("torch_reduce::mean")
-            .typed<at::Tensor(const at::Tensor&, at::OptionalIntArrayRef, bool, std::optional<at::ScalarType>)>();
-    return op.call(self, dim, keepdim, dtype);
+    return result;
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     const auto count = static_cast<double>(ctx->saved_data["count"].toInt());
@@ -92,14 +108,12 @@ struct MeanFunction : public torch::autograd::Function<MeanFunction> {
 template <const char* kOpName>
 struct ExtremumFunction : public torch::autograd::Function<ExtremumFunction<kOpName>> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
-    save_shape(ctx, self, dim, keepdim);
     at::Tensor result;
     {
       at::AutoDispatchBelowADInplaceOrView guard;
-      static const auto op =
-          op_handle(kOpName).template typed<at::Tensor(const at::Tensor&, at::IntArrayRef, bool)>();
-      result = op.call(self, dim, keepdim);
+      result = extremum_op<kOpName>().call(self, dim, keepdim);
     }
+    save_shape(ctx, self, dim, keepdim);
     ctx->save_for_backward({self, result});
     return result;
   }
@@ -116,19 +130,33 @@ struct ExtremumFunction : public torch::autograd::Function<ExtremumFunction<kOpN
 constexpr char kAmax[] = "torch_reduce::amax";
 constexpr char kAmin[] = "torch_reduce::amin";
 
+// Calls that cannot need a gradient skip the Function (and its context) and go
+// straight to the kernel: the common inference case stays cheap.
+bool needs_grad(const at::Tensor& self) { return at::GradMode::is_enabled() && self.requires_grad(); }
+
 at::Tensor sum_autograd(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                         std::optional<at::ScalarType> dtype, std::optional<std::string> algorithm) {
+  if (!needs_grad(self)) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    return sum_op().call(self, dim, keepdim, dtype, algorithm);
+  }
   return SumFunction::apply(self, dim, keepdim, dtype, algorithm);
 }
 at::Tensor mean_autograd(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                          std::optional<at::ScalarType> dtype) {
+  if (!needs_grad(self)) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    return mean_op().call(self, dim, keepdim, dtype);
+  }
   return MeanFunction::apply(self, dim, keepdim, dtype);
 }
-at::Tensor amax_autograd(const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
-  return ExtremumFunction<kAmax>::apply(self, dim, keepdim);
-}
-at::Tensor amin_autograd(const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
-  return ExtremumFunction<kAmin>::apply(self, dim, keepdim);
+template <const char* kOpName>
+at::Tensor extremum_autograd(const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
+  if (!needs_grad(self)) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    return extremum_op<kOpName>().call(self, dim, keepdim);
+  }
+  return ExtremumFunction<kOpName>::apply(self, dim, keepdim);
 }
 
 }  // namespace
@@ -136,8 +164,8 @@ at::Tensor amin_autograd(const at::Tensor& self, at::IntArrayRef dim, bool keepd
 TORCH_LIBRARY_IMPL(torch_reduce, Autograd, m) {
   m.impl("sum", &sum_autograd);
   m.impl("mean", &mean_autograd);
-  m.impl("amax", &amax_autograd);
-  m.impl("amin", &amin_autograd);
+  m.impl("amax", &extremum_autograd<kAmax>);
+  m.impl("amin", &extremum_autograd<kAmin>);
 }
 
 }  // namespace torch_reduce

@@ -217,9 +217,10 @@ at::Tensor reduce_front_end(ReduceKind kind, const char* name,
   }
   layout->full = full;
 
-  at::Tensor out = at::empty({layout->batch * layout->inner}, self.options().dtype(dtypes.kernel));
+  // Contiguous in the output's shape: element b * inner + c is where the
+  // kernels write it.
+  at::Tensor out = at::empty(out_shape, self.options().dtype(dtypes.kernel));
   kernel(kind, input, *layout, out, algo);
-  out = out.view(out_shape);
   return dtypes.kernel == dtypes.result ? out : out.to(dtypes.result);
 }
 

@@ -44,7 +44,8 @@ struct ReduceLayout {
 
 // Reduces `input` (already of a dtype that dispatch.h instantiates) as
 // described by `layout` into `out`: contiguous, batch * inner elements of the
-// kernel's output dtype. `layout.reduce` is at least 1.
+// kernel's output dtype (in the op's output shape). `layout.reduce` is at
+// least 1.
 using LayoutKernel = void (*)(ReduceKind kind, const at::Tensor& input,
                               const ReduceLayout& layout, at::Tensor& out,
                               Algorithm algorithm);

@@ -9,6 +9,12 @@ from .algorithms import get_default_algorithm
 
 DimArg = Union[None, int, Sequence[int]]
 
+# Looked up once: these wrappers are on the hot path of every call.
+_sum = torch.ops.torch_reduce.sum.default
+_mean = torch.ops.torch_reduce.mean.default
+_amax = torch.ops.torch_reduce.amax.default
+_amin = torch.ops.torch_reduce.amin.default
+
 
 def _dim_list(dim: DimArg) -> Optional[List[int]]:
     if dim is None:
@@ -41,22 +47,24 @@ def sum(
         default = get_default_algorithm()
         if default is not None and input.is_cuda and _reduces_all(input, dims):
             algorithm = default
-    return torch.ops.torch_reduce.sum.default(input, dims, keepdim, dtype=dtype, algorithm=algorithm)
+    if dtype is None and algorithm is None:
+        return _sum(input, dims, keepdim)  # keyword arguments cost time in the binding
+    return _sum(input, dims, keepdim, dtype=dtype, algorithm=algorithm)
 
 
 def mean(input: torch.Tensor, dim: DimArg = None, keepdim: bool = False, *, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
     """Like torch.mean(input, dim, keepdim, dtype=dtype)."""
-    return torch.ops.torch_reduce.mean.default(input, _dim_list(dim), keepdim, dtype=dtype)
+    return _mean(input, _dim_list(dim), keepdim, dtype=dtype)
 
 
 def amax(input: torch.Tensor, dim: DimArg = (), keepdim: bool = False) -> torch.Tensor:
     """Like torch.amax(input, dim, keepdim): NaN propagates."""
-    return torch.ops.torch_reduce.amax.default(input, _dim_list(dim) or [], keepdim)
+    return _amax(input, _dim_list(dim) or [], keepdim)
 
 
 def amin(input: torch.Tensor, dim: DimArg = (), keepdim: bool = False) -> torch.Tensor:
     """Like torch.amin(input, dim, keepdim): NaN propagates."""
-    return torch.ops.torch_reduce.amin.default(input, _dim_list(dim) or [], keepdim)
+    return _amin(input, _dim_list(dim) or [], keepdim)
 
 
 # Fake kernels: the output is always a new contiguous tensor; torch's own

@@ -1,6 +1,7 @@
 #include "workspace.h"
 
 #include <ATen/ATen.h>
+#include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 
 #include <algorithm>
@@ -13,41 +14,59 @@ namespace torch_reduce {
 namespace cuda {
 namespace {
 
-// Enough for a full reduction's partials and for most dim reductions.
-constexpr int64_t kMinimumCounters = 1 << 14;
+// Streams that get counters from the zero-initialised pool, and counters each.
+// (Enough for every row of a split launch up to 2^40 bytes.)
+constexpr int kPoolStreams = 32;
+constexpr int64_t kPoolCounters = 1 << 14;
+__device__ unsigned int ticket_pool[kPoolStreams * kPoolCounters];
+
 constexpr int64_t kMinimumPartialBytes = 1 << 20;
 
-int64_t round_up(int64_t n, int64_t to) { return (n + to - 1) / to * to; }
-
-struct Buffer {
-  at::Tensor memory;
+struct StreamBuffers {
+  unsigned int* tickets = nullptr;
   int64_t counters = 0;
-  int64_t partial_bytes = 0;
+  at::Tensor partials;
 };
+
+at::Tensor device_bytes(const c10::cuda::CUDAStream& stream, int64_t bytes, bool zeroed) {
+  const auto options = at::TensorOptions().dtype(at::kByte).device(at::kCUDA, stream.device_index());
+  return zeroed ? at::zeros({bytes}, options) : at::empty({bytes}, options);
+}
 
 }  // namespace
 
 Workspace stream_workspace(const c10::cuda::CUDAStream& stream, int64_t counters, int64_t partial_bytes) {
   static std::mutex mutex;
-  static std::map<std::pair<int, cudaStream_t>, Buffer> current;
+  static std::map<std::pair<int, cudaStream_t>, StreamBuffers> buffers;
+  static std::map<int, int> pool_streams_used;  // per device
   static std::vector<at::Tensor> retired;
 
   std::lock_guard<std::mutex> lock(mutex);
-  Buffer& buffer = current[std::make_pair(static_cast<int>(stream.device_index()), stream.stream())];
-  if (buffer.counters < counters || buffer.partial_bytes < partial_bytes) {
-    Buffer grown;
-    grown.counters = round_up(std::max({kMinimumCounters, counters, buffer.counters}), 4);
-    grown.partial_bytes = round_up(std::max({kMinimumPartialBytes, partial_bytes, buffer.partial_bytes}), 16);
-    // Zeroed on `stream` itself. Inside a graph capture this is legal too:
-    // the memory then comes from the graph's pool and stays alive with us.
-    c10::cuda::CUDAStreamGuard guard(stream);
-    grown.memory = at::zeros({grown.counters + grown.partial_bytes / 4},
-                             at::TensorOptions().dtype(at::kInt).device(at::kCUDA, stream.device_index()));
-    if (buffer.memory.defined()) retired.push_back(buffer.memory);
-    buffer = grown;
+  const int device = stream.device_index();
+  StreamBuffers& mine = buffers[std::make_pair(device, stream.stream())];
+  c10::cuda::CUDAStreamGuard guard(stream);
+  if (mine.counters < counters) {
+    int& used = pool_streams_used[device];
+    if (mine.tickets == nullptr && used < kPoolStreams && counters <= kPoolCounters) {
+      void* pool = nullptr;
+      C10_CUDA_CHECK(cudaGetSymbolAddress(&pool, ticket_pool));
+      mine.tickets = static_cast<unsigned int*>(pool) + used * kPoolCounters;
+      mine.counters = kPoolCounters;
+      ++used;
+    } else {
+      // Past the pool: zeroed memory of our own (inside a graph capture the
+      // memset is captured too, which is correct, only slower).
+      at::Tensor zeroed = device_bytes(stream, std::max(counters, kPoolCounters) * 4, /*zeroed=*/true);
+      retired.push_back(zeroed);
+      mine.tickets = reinterpret_cast<unsigned int*>(zeroed.data_ptr());
+      mine.counters = zeroed.numel() / 4;
+    }
   }
-  auto* base = buffer.memory.data_ptr<int>();
-  return {reinterpret_cast<unsigned int*>(base), base + buffer.counters};
+  if (!mine.partials.defined() || mine.partials.numel() < partial_bytes) {
+    if (mine.partials.defined()) retired.push_back(mine.partials);
+    mine.partials = device_bytes(stream, std::max(partial_bytes, kMinimumPartialBytes), /*zeroed=*/false);
+  }
+  return {mine.tickets, mine.partials.data_ptr()};
 }
 
 }  // namespace cuda

@@ -2,12 +2,14 @@
 // zeroed ticket counters for the "last block finishes the row" step, and room
 // for the blocks' partial results.
 //
-// The counters start at zero and the kernels put them back to zero, so a call
-// needs no memset and stays one launch, also inside a captured CUDA graph.
-// Launches on one stream are ordered, so they never share the workspace
-// concurrently; each stream has its own. (A graph keeps the workspace of the
-// stream it was captured on: replaying it concurrently with eager reductions on
-// that same stream's workspace from another stream is not supported.)
+// The counters come from a pool of device memory that is zero when the module
+// loads, and the kernels put every counter they use back to zero: a call needs
+// no memset and stays one launch, also inside a captured CUDA graph (a memset
+// would become a graph node of its own). Launches on one stream are ordered,
+// so they never share a workspace concurrently; each stream has its own. A
+// graph keeps the workspace of the stream it was captured on: replaying it
+// concurrently with eager reductions issued on that same stream is not
+// supported.
 #pragma once
 
 #include <c10/cuda/CUDAStream.h>
