@@ -10,6 +10,7 @@ Target GPUs follow TORCH_CUDA_ARCH_LIST (e.g. "9.0" for H100, "8.0;8.6;9.0").
 """
 import glob
 import os
+import sys
 
 import torch
 from setuptools import find_packages, setup
@@ -45,6 +46,13 @@ if with_cuda and not os.environ.get("TORCH_CUDA_ARCH_LIST") and not torch.cuda.i
 # The C++ standard is left to torch.utils.cpp_extension: torch 2.4 builds with
 # C++17, recent releases require C++20.
 cxx_flags = ["-O3"]
+link_flags = []
+if sys.platform.startswith("linux"):
+    # ATen's at::parallel_for is an OpenMP loop in the headers: without
+    # -fopenmp an extension's CPU kernels run on one thread. (torch ships the
+    # libgomp it uses, so the extension shares its thread pool.)
+    cxx_flags.append("-fopenmp")
+    link_flags.append("-fopenmp")
 nvcc_flags = ["-O3", "-lineinfo", "--expt-relaxed-constexpr"]
 if os.environ.get("TORCH_REDUCE_PTXAS_VERBOSE") == "1":
     nvcc_flags.append("-Xptxas=-v")
@@ -68,6 +76,7 @@ setup(
             include_dirs=[os.path.join(ROOT, "csrc")],
             define_macros=define_macros,
             extra_compile_args={"cxx": cxx_flags, "nvcc": nvcc_flags} if with_cuda else {"cxx": cxx_flags},
+            extra_link_args=link_flags,
         )
     ],
     cmdclass={"build_ext": BuildExtension},

@@ -114,9 +114,12 @@ std::optional<ReduceLayout> plan_layout(const at::Tensor& input,
   for (const auto& g : groups) (g.reduced ? red : kept).push_back(g);
   if (red.size() > 1 || kept.size() > 2) return std::nullopt;
   const Group r = red.empty() ? Group{1, 1, true} : red[0];
+  // Every kept dim has size 1 but the innermost dim is one of them: a single
+  // column, which must be summed in the order of every other column.
+  const bool single_column = kept.empty() && !reduced.empty() && !reduced.back();
 
   // Inner: the reduced elements of each output are contiguous.
-  if (r.stride == 1 && kept.size() <= 1) {
+  if (r.stride == 1 && kept.size() <= 1 && !single_column) {
     const Group k = kept.empty() ? Group{1, 0, false} : kept[0];
     return ReduceLayout{ReduceLayout::Inner, k.size, r.size, 1, k.stride, 1, full};
   }
@@ -126,6 +129,9 @@ std::optional<ReduceLayout> plan_layout(const at::Tensor& input,
     const Group b = kept.size() == 2 ? kept[0] : Group{1, 0, false};
     return ReduceLayout{ReduceLayout::Outer, b.size, r.size, kept.back().size,
                         b.stride, r.stride, full};
+  }
+  if (single_column) {
+    return ReduceLayout{ReduceLayout::Outer, 1, r.size, 1, 0, r.stride, full};
   }
   return std::nullopt;
 }
@@ -191,8 +197,8 @@ at::Tensor reduce_front_end(ReduceKind kind, const char* name,
                     "(): Expected reduction dim to be specified for input.numel() == 0. "
                     "Specify the reduction dim with the 'dim' argument.");
         for (int64_t d = 0; d < ndim; ++d) {
-          TORCH_CHECK(!(reduced[d] && self.size(d) == 0), name,
-                      "(): Expected reduction dim ", d, " to have non-zero size.");
+          TORCH_CHECK_INDEX(!(reduced[d] && self.size(d) == 0), name,
+                            "(): Expected reduction dim ", d, " to have non-zero size.");
         }
     }
   }

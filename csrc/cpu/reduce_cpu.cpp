@@ -1,0 +1,445 @@
+// The CPU backend: one LayoutKernel for every reduction and dtype, and the
+// registration of torch_reduce's ops for CPU tensors.
+//
+// Every output is reduced in an order that depends only on `layout.reduce`,
+// never on batch, inner or the number of threads (batch invariance). A row
+// (Inner) is cut into runs folded by interleaved lanes whose results combine
+// pairwise, runs add up in sequence within a block, and blocks combine
+// pairwise; a column (Outer) is folded top to bottom within blocks of rows,
+// and blocks combine pairwise. Threads split either the outputs or, when
+// there are too few of them, each output's blocks along subtrees of that
+// pairwise tree, so the split does not change a bit of the results.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <type_traits>
+
+#include "dispatch.h"
+#include "reduce_front_end.h"
+#include "register_backend.h"
+
+namespace torch_reduce {
+namespace {
+
+// Accumulators take at most about kRun values in sequence (a lane within a
+// run, a column within a block of rows) before their results are combined
+// with others, which keeps float32 error close to that of pairwise summation.
+constexpr int64_t kRun = 64;
+// Inner rows: accumulators per row, 128 bytes of them (lane j folds elements
+// j, j + lanes, ...: several vectors' worth, to hide add latency), and
+// elements per block: many, so that the per-block work stays negligible.
+template <typename acc_t>
+constexpr int kLanes = 128 / sizeof(acc_t);
+constexpr int64_t kRowBlock = 16384;
+// How far ahead rows are prefetched: the hardware prefetcher alone leaves
+// memory bandwidth unused (by 10-20% on float, more where each element costs
+// more work, as half's conversion does).
+constexpr int64_t kPrefetchBytes = 4096;
+// Outer columns: reduced rows per block (each column is folded sequentially
+// within a block), and columns per unit of work (accumulators stay in L1).
+constexpr int64_t kColumnBlock = kRun;
+constexpr int64_t kColumnChunk = 1024;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int64_t ceil_log2(int64_t n) {
+  int64_t d = 0;
+  while ((int64_t(1) << d) < n) ++d;
+  return d;
+}
+
+// The largest power of two not above n (n >= 1).
+int64_t bit_floor(int64_t n) {
+  int64_t p = 1;
+  while (p <= n / 2) p *= 2;
+  return p;
+}
+
+float float_from_bits(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+uint32_t bits_from_float(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof(bits));
+  return bits;
+}
+
+void prefetch(const void* address) {
+#if defined(__GNUC__) || defined(__clang__)
+  __builtin_prefetch(address);
+#endif
+}
+
+// c10::Half's conversion to float, exact for every value (subnormals,
+// infinities, NaN), written without a branch: c10's own version only
+// vectorises when the build enables F16C, and reading half would otherwise
+// be many times slower than reading float.
+float half_to_float(at::Half h) {
+  const uint32_t w = uint32_t(h.x) << 16;
+  const uint32_t two_w = w + w;  // exponent and mantissa, sign dropped
+  const float normal =
+      float_from_bits((two_w >> 4) + (UINT32_C(0xE0) << 23)) * 0x1.0p-112f;
+  const float subnormal =
+      float_from_bits((two_w >> 17) | (UINT32_C(126) << 23)) - 0.5f;
+  const uint32_t is_subnormal = two_w < (UINT32_C(1) << 27) ? ~UINT32_C(0) : 0;
+  return float_from_bits((w & UINT32_C(0x80000000)) |
+                         (bits_from_float(normal) & ~is_subnormal) |
+                         (bits_from_float(subnormal) & is_subnormal));
+}
+
+// An input element as the accumulator type (a static_cast, see ops.h).
+template <typename acc_t, typename scalar_t>
+acc_t widen(scalar_t x) {
+  if constexpr (std::is_same_v<scalar_t, at::Half>) {
+    return half_to_float(x);
+  } else {
+    return static_cast<acc_t>(x);
+  }
+}
+
+// The folds below are compiled for the build's baseline (SSE2 on x86-64, as
+// in any wheel) and again for AVX2 and AVX-512; the widest one that the CPU
+// has runs (ATEN_CPU_CAPABILITY=default|avx2 caps it, as for torch's own
+// kernels). Vector width changes how many lanes one instruction updates,
+// never the operations on a lane, so every path gives the same bits; the
+// wider loads are what reach the memory bandwidth that torch.sum reaches.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+enum class VectorIsa { Baseline, Avx2, Avx512 };
+
+VectorIsa detect_vector_isa() {
+  __builtin_cpu_init();
+  VectorIsa isa = VectorIsa::Baseline;
+  if (__builtin_cpu_supports("avx2")) isa = VectorIsa::Avx2;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
+    isa = VectorIsa::Avx512;
+  }
+  const char* cap = std::getenv("ATEN_CPU_CAPABILITY");
+  if (cap != nullptr && std::strcmp(cap, "default") == 0) return VectorIsa::Baseline;
+  if (cap != nullptr && std::strcmp(cap, "avx2") == 0) return std::min(isa, VectorIsa::Avx2);
+  return isa;
+}
+
+const VectorIsa kVectorIsa = detect_vector_isa();
+
+// `flatten` inlines everything f calls, so it is compiled for the target.
+template <typename F>
+__attribute__((target("avx2"), flatten)) void run_avx2(const F& f) {
+  f();
+}
+
+template <typename F>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"), flatten)) void
+run_avx512(const F& f) {
+  f();
+}
+
+template <typename F>
+void run_vectorised(const F& f) {
+  switch (kVectorIsa) {
+    case VectorIsa::Avx512:
+      return run_avx512(f);
+    case VectorIsa::Avx2:
+      return run_avx2(f);
+    case VectorIsa::Baseline:
+      return f();
+  }
+}
+#else
+template <typename F>
+void run_vectorised(const F& f) {
+  f();
+}
+#endif
+
+// lane[0] = lane[0, 2 * w) combined pairwise: lane[j] with lane[j + w], then
+// the same on the first half. A loop of fixed size per level is what the
+// compiler turns into whole-vector operations and a few shuffles.
+template <int w, typename acc_t, typename Op>
+void combine_halves(acc_t* lane, const Op& op) {
+  for (int j = 0; j < w; ++j) lane[j] = op.combine(lane[j], lane[j + w]);
+  if constexpr (w > 1) combine_halves<w / 2>(lane, op);
+}
+
+// Folds x[0, n) into one accumulator: lane j folds x[j], x[j + lanes], ...
+// of the whole vectors in sequence, the lanes are combined pairwise, then the
+// last n % lanes elements are folded in one by one (a scalar tail, so that
+// the lanes are never indexed at run time and stay in registers).
+template <typename scalar_t, typename acc_t, typename Op>
+acc_t fold_run(const scalar_t* __restrict x, int64_t n, const Op& op) {
+  constexpr int lanes = kLanes<acc_t>;
+  acc_t lane[lanes];
+  for (int j = 0; j < lanes; ++j) lane[j] = op.identity();
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    prefetch(reinterpret_cast<const char*>(x + i) + kPrefetchBytes);
+    for (int j = 0; j < lanes; ++j) {
+      lane[j] = op.combine(lane[j], widen<acc_t>(x[i + j]));
+    }
+  }
+  combine_halves<lanes / 2>(lane, op);
+  acc_t acc = lane[0];
+  for (; i < n; ++i) acc = op.combine(acc, widen<acc_t>(x[i]));
+  return acc;
+}
+
+// Folds x[0, n) into one accumulator: runs of kRun * lanes elements, one
+// after the other. Inlined, as short rows cost little more than the calls.
+template <typename scalar_t, typename acc_t, typename Op>
+C10_ALWAYS_INLINE acc_t fold_contiguous(const scalar_t* x, int64_t n, const Op& op) {
+  constexpr int64_t run = kRun * kLanes<acc_t>;
+  // Each run is a vectorised call of its own, never a loop inside one: gcc
+  // 12.2 -O3 miscompiles the AVX2 / AVX-512 lanes of int8/int16 -> int64 sums
+  // once they sit in an outer loop, be it over runs or over rows.
+  acc_t acc;
+  run_vectorised([&] { acc = fold_run<scalar_t, acc_t>(x, std::min(n, run), op); });
+  for (int64_t i = run; i < n; i += run) {
+    acc_t next;
+    run_vectorised([&] { next = fold_run<scalar_t, acc_t>(x + i, std::min(n - i, run), op); });
+    acc = op.combine(acc, next);
+  }
+  return acc;
+}
+
+// acc[c] = column c (c < width) of `rows` rows that start `row_stride`
+// elements apart, folded top to bottom; the loop over columns vectorises.
+// Four rows per pass, so that narrow blocks do not wait on acc's store and
+// reload after every row.
+template <typename scalar_t, typename acc_t, typename Op>
+void fold_columns(const scalar_t* x, int64_t rows, int64_t row_stride,
+                  int64_t width, acc_t* __restrict acc, const Op& op) {
+  for (int64_t c = 0; c < width; ++c) acc[c] = op.identity();
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const scalar_t* __restrict r0 = x + r * row_stride;
+    const scalar_t* __restrict r1 = r0 + row_stride;
+    const scalar_t* __restrict r2 = r1 + row_stride;
+    const scalar_t* __restrict r3 = r2 + row_stride;
+    for (int64_t c = 0; c < width; ++c) {
+      acc_t a = op.combine(acc[c], widen<acc_t>(r0[c]));
+      a = op.combine(a, widen<acc_t>(r1[c]));
+      a = op.combine(a, widen<acc_t>(r2[c]));
+      acc[c] = op.combine(a, widen<acc_t>(r3[c]));
+    }
+  }
+  for (; r < rows; ++r) {
+    const scalar_t* __restrict row = x + r * row_stride;
+    for (int64_t c = 0; c < width; ++c) {
+      acc[c] = op.combine(acc[c], widen<acc_t>(row[c]));
+    }
+  }
+}
+
+// Combines the results of blocks 0, 1, 2, ... pairwise as they arrive, in
+// O(log blocks) space: a binary counter merges each complete pair of equal
+// subtrees, and finish() merges what is left, last first. The tree depends
+// only on the number of blocks (blocks [0, n) split after the largest power
+// of two below n), and any aligned run of 2^k blocks is one of its subtrees,
+// which is what lets threads fold such spans on their own.
+template <typename acc_t, typename Op>
+class PairwiseCombiner {
+ public:
+  PairwiseCombiner(int64_t width, int64_t max_blocks, const Op& op)
+      : width_(width),
+        op_(op),
+        slots_(std::make_unique<acc_t[]>(width * (ceil_log2(max_blocks) + 1))) {}
+
+  // Where the next block's `width` results are to be written.
+  acc_t* next() { return slots_.get() + depth_ * width_; }
+
+  // Takes the results written to next().
+  void push() {
+    ++depth_;
+    for (int64_t n = ++count_; n % 2 == 0; n /= 2) merge_top();
+  }
+
+  // The combined results of the blocks pushed so far (at least one); then
+  // starts over.
+  const acc_t* finish() {
+    while (depth_ > 1) merge_top();
+    depth_ = count_ = 0;
+    return slots_.get();
+  }
+
+ private:
+  void merge_top() {
+    acc_t* below = slots_.get() + (depth_ - 2) * width_;
+    const acc_t* top = below + width_;
+    for (int64_t c = 0; c < width_; ++c) below[c] = op_.combine(below[c], top[c]);
+    --depth_;
+  }
+
+  int64_t width_;
+  const Op& op_;
+  std::unique_ptr<acc_t[]> slots_;
+  int64_t depth_ = 0;
+  int64_t count_ = 0;
+};
+
+// The schedule shared by both layouts: `units` independent groups of `width`
+// outputs, each made of `blocks` blocks of about `block_work` elements.
+// leaf(unit, block, acc) writes a block's `width` results; store(unit, acc)
+// writes a unit's outputs from its combined results.
+template <typename acc_t, typename Op, typename Leaf, typename Store>
+void reduce_blocks(int64_t units, int64_t blocks, int64_t width,
+                   int64_t block_work, const Op& op, const Leaf& leaf,
+                   const Store& store) {
+  // Enough tasks to balance the threads: whole units when there are many,
+  // otherwise spans of a power-of-two number of blocks (subtrees of the
+  // unit's tree, so the split does not change the results).
+  const int64_t tasks_per_unit = ceil_div(4 * at::get_num_threads(), units);
+  const int64_t grain_blocks = ceil_div(at::internal::GRAIN_SIZE, block_work);
+  int64_t span = blocks;
+  if (tasks_per_unit > 1) {
+    span = std::min(blocks, bit_floor(std::max(grain_blocks, ceil_div(blocks, tasks_per_unit))));
+  }
+  const int64_t spans = ceil_div(blocks, span);
+  if (spans == 1) {
+    const int64_t grain = std::max<int64_t>(1, grain_blocks / blocks);
+    at::parallel_for(0, units, grain, [&](int64_t begin, int64_t end) {
+      PairwiseCombiner<acc_t, Op> combiner(width, blocks, op);
+      for (int64_t u = begin; u < end; ++u) {
+        if (blocks == 1) {  // short rows: the combiner's bookkeeping would cost more
+          acc_t* acc = combiner.next();
+          leaf(u, 0, acc);
+          store(u, acc);
+          continue;
+        }
+        for (int64_t b = 0; b < blocks; ++b) {
+          leaf(u, b, combiner.next());
+          combiner.push();
+        }
+        store(u, combiner.finish());
+      }
+    });
+    return;
+  }
+  auto span_results = std::make_unique<acc_t[]>(units * spans * width);
+  at::parallel_for(0, units * spans, 1, [&](int64_t begin, int64_t end) {
+    PairwiseCombiner<acc_t, Op> combiner(width, span, op);
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t u = task / spans, first = task % spans * span;
+      for (int64_t b = first; b < std::min(blocks, first + span); ++b) {
+        leaf(u, b, combiner.next());
+        combiner.push();
+      }
+      std::copy_n(combiner.finish(), width, span_results.get() + task * width);
+    }
+  });
+  PairwiseCombiner<acc_t, Op> combiner(width, spans, op);
+  for (int64_t u = 0; u < units; ++u) {
+    for (int64_t k = 0; k < spans; ++k) {
+      std::copy_n(span_results.get() + (u * spans + k) * width, width, combiner.next());
+      combiner.push();
+    }
+    store(u, combiner.finish());
+  }
+}
+
+// Inner: one unit per output row, blocks of kRowBlock contiguous elements.
+template <typename scalar_t, typename acc_t, typename out_t, typename Op>
+void reduce_rows(const scalar_t* data, const ReduceLayout& layout, out_t* out,
+                 const Op& op) {
+  const int64_t reduce = layout.reduce;
+  reduce_blocks<acc_t>(
+      layout.batch, ceil_div(reduce, kRowBlock), /*width=*/1,
+      std::min(reduce, kRowBlock), op,
+      [&](int64_t row, int64_t block, acc_t* acc) {
+        const int64_t start = block * kRowBlock;
+        *acc = fold_contiguous<scalar_t, acc_t>(
+            data + row * layout.batch_stride + start,
+            std::min(kRowBlock, reduce - start), op);
+      },
+      [&](int64_t row, const acc_t* acc) {
+        out[row] = static_cast<out_t>(op.project(*acc));
+      });
+}
+
+// Outer: one unit per (batch, chunk of kColumnChunk columns), blocks of
+// kColumnBlock reduced rows.
+template <typename scalar_t, typename acc_t, typename out_t, typename Op>
+void reduce_columns(const scalar_t* data, const ReduceLayout& layout,
+                    out_t* out, const Op& op) {
+  const int64_t reduce = layout.reduce, inner = layout.inner;
+  const int64_t chunks = ceil_div(inner, kColumnChunk);
+  const int64_t width = std::min(inner, kColumnChunk);
+  const int64_t rows = std::min(reduce, kColumnBlock);
+  reduce_blocks<acc_t>(
+      layout.batch * chunks, ceil_div(reduce, kColumnBlock), width,
+      rows * width, op,
+      [&](int64_t unit, int64_t block, acc_t* acc) {
+        const int64_t batch = unit / chunks, first_column = unit % chunks * width;
+        const int64_t columns = std::min(width, inner - first_column);
+        const int64_t first_row = block * kColumnBlock;
+        run_vectorised([&] {
+          fold_columns<scalar_t, acc_t>(
+              data + batch * layout.batch_stride +
+                  first_row * layout.reduce_stride + first_column,
+              std::min(kColumnBlock, reduce - first_row), layout.reduce_stride,
+              columns, acc, op);
+        });
+        // The last chunk's missing columns take part in the tree unchanged.
+        std::fill(acc + columns, acc + width, op.identity());
+      },
+      [&](int64_t unit, const acc_t* acc) {
+        const int64_t batch = unit / chunks, first_column = unit % chunks * width;
+        const int64_t columns = std::min(width, inner - first_column);
+        out_t* dst = out + batch * inner + first_column;
+        for (int64_t c = 0; c < columns; ++c) {
+          dst[c] = static_cast<out_t>(op.project(acc[c]));
+        }
+      });
+}
+
+template <ReduceKind kind>
+void reduce_layout(const at::Tensor& input, const ReduceLayout& layout,
+                   at::Tensor& out) {
+  dispatch_reduction<kind>(
+      input.scalar_type(), out.scalar_type(), layout.reduce,
+      [&](auto types, auto op) {
+        using T = decltype(types);
+        using scalar_t = typename T::scalar_t;
+        using acc_t = typename T::acc_t;
+        using out_t = typename T::out_t;
+        const auto* data = static_cast<const scalar_t*>(input.data_ptr());
+        auto* result = static_cast<out_t*>(out.data_ptr());
+        if (layout.kind == ReduceLayout::Inner) {
+          reduce_rows<scalar_t, acc_t, out_t>(data, layout, result, op);
+        } else {
+          reduce_columns<scalar_t, acc_t, out_t>(data, layout, result, op);
+        }
+      });
+}
+
+void reduce_layout_cpu(ReduceKind kind, const at::Tensor& input,
+                       const ReduceLayout& layout, at::Tensor& out,
+                       Algorithm algorithm) {
+  // The front end refuses the CUDA ladder's algorithms for CPU tensors.
+  TORCH_INTERNAL_ASSERT(algorithm == Algorithm::Default,
+                        "torch_reduce: CPU kernel called with algorithm '",
+                        algorithm_name(algorithm), "'");
+  switch (kind) {
+    case ReduceKind::Sum:
+      return reduce_layout<ReduceKind::Sum>(input, layout, out);
+    case ReduceKind::Mean:
+      return reduce_layout<ReduceKind::Mean>(input, layout, out);
+    case ReduceKind::Max:
+      return reduce_layout<ReduceKind::Max>(input, layout, out);
+    case ReduceKind::Min:
+      return reduce_layout<ReduceKind::Min>(input, layout, out);
+  }
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(torch_reduce, CPU, m) { register_backend<reduce_layout_cpu>(m); }
+
+}  // namespace torch_reduce
