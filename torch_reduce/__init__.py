@@ -8,7 +8,7 @@
 The ops are also reachable as torch.ops.torch_reduce.{sum,mean,amax,amin}.
 """
 from . import _library
-from .algorithms import algorithms, get_default_algorithm, set_default_algorithm, use_algorithm
+from .selection import algorithms, get_default_algorithm, set_default_algorithm, use_algorithm
 from .ops import amax, amin, mean, sum
 
 BUILT_WITH_CUDA = _library.BUILT_WITH_CUDA

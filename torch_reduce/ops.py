@@ -5,7 +5,7 @@ from typing import List, Optional, Sequence, Union
 import torch
 
 from . import _library  # noqa: F401
-from .algorithms import get_default_algorithm
+from . import selection as _selection
 
 DimArg = Union[None, int, Sequence[int]]
 
@@ -42,11 +42,9 @@ def sum(
     when None, the default set by torch_reduce.use_algorithm applies to full
     reductions of CUDA tensors.
     """
-    dims = _dim_list(dim)
-    if algorithm is None:
-        default = get_default_algorithm()
-        if default is not None and input.is_cuda and _reduces_all(input, dims):
-            algorithm = default
+    dims = dim if dim is None else _dim_list(dim)
+    if algorithm is None and _selection.default is not None and input.is_cuda and _reduces_all(input, dims):
+        algorithm = _selection.default
     if dtype is None and algorithm is None:
         return _sum(input, dims, keepdim)  # keyword arguments cost time in the binding
     return _sum(input, dims, keepdim, dtype=dtype, algorithm=algorithm)

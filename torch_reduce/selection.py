@@ -17,7 +17,7 @@ import torch
 from . import _library  # noqa: F401
 
 # A plain module global (not thread-local) so that torch.compile can read it.
-_default: Optional[str] = None
+default: Optional[str] = None  # read by ops.sum on every call; set it through the functions below
 
 
 def algorithms() -> List[str]:
@@ -35,13 +35,13 @@ def _check(name: str) -> str:
 def get_default_algorithm() -> Optional[str]:
     """The algorithm set by set_default_algorithm/use_algorithm, or None
     (then the TORCH_REDUCE_ALGORITHM environment variable, else "default")."""
-    return _default
+    return default
 
 
 def set_default_algorithm(name: Optional[str]) -> None:
     """Sets the algorithm torch_reduce.sum uses when none is passed (None: unset)."""
-    global _default
-    _default = None if name is None else _check(name)
+    global default
+    default = None if name is None else _check(name)
 
 
 @contextlib.contextmanager

@@ -19,7 +19,10 @@ namespace cuda {
 
 constexpr int kColumnThreads = 256;
 constexpr int kColumnChunk = 64;
-constexpr int kColumnUnroll = 8;  // rows loaded before they are folded
+// Rows loaded before they are folded: a thread's loads are its only source of
+// memory parallelism when there are few columns, so keep many in flight.
+constexpr int kColumnVectorUnroll = 8;   // 16-byte loads: 128 bytes
+constexpr int kColumnScalarUnroll = 32;  // element loads
 
 template <typename in_t, typename acc_t, typename out_t>
 struct ColumnArgs {
@@ -57,13 +60,13 @@ __global__ void __launch_bounds__(kColumnThreads) column_reduce_kernel(ColumnArg
     for (int i = 0; i < kWidth; ++i) acc[i] = op.identity();
 
     if (args.vectorized) {
-      for (int64_t r = row_begin; r < row_end; r += kColumnUnroll) {
-        Vector<in_t> loaded[kColumnUnroll];
+      for (int64_t r = row_begin; r < row_end; r += kColumnVectorUnroll) {
+        Vector<in_t> loaded[kColumnVectorUnroll];
 #pragma unroll
-        for (int u = 0; u < kColumnUnroll; ++u)
+        for (int u = 0; u < kColumnVectorUnroll; ++u)
           if (r + u < row_end) loaded[u] = load_vector(base + (r + u) * args.reduce_stride);
 #pragma unroll
-        for (int u = 0; u < kColumnUnroll; ++u) {
+        for (int u = 0; u < kColumnVectorUnroll; ++u) {
           if (r + u < row_end) {
 #pragma unroll
             for (int i = 0; i < kWidth; ++i) acc[i] = op.combine(acc[i], static_cast<acc_t>(loaded[u].value[i]));
@@ -71,13 +74,13 @@ __global__ void __launch_bounds__(kColumnThreads) column_reduce_kernel(ColumnArg
         }
       }
     } else {
-      for (int64_t r = row_begin; r < row_end; r += kColumnUnroll) {
-        in_t loaded[kColumnUnroll];
+      for (int64_t r = row_begin; r < row_end; r += kColumnScalarUnroll) {
+        in_t loaded[kColumnScalarUnroll];
 #pragma unroll
-        for (int u = 0; u < kColumnUnroll; ++u)
+        for (int u = 0; u < kColumnScalarUnroll; ++u)
           if (r + u < row_end) loaded[u] = base[(r + u) * args.reduce_stride];
 #pragma unroll
-        for (int u = 0; u < kColumnUnroll; ++u)
+        for (int u = 0; u < kColumnScalarUnroll; ++u)
           if (r + u < row_end) acc[0] = op.combine(acc[0], static_cast<acc_t>(loaded[u]));
       }
     }

@@ -109,13 +109,11 @@ __global__ void __launch_bounds__(kSplitThreads)
   __syncthreads();
   if (!is_last_block) return;
 
-  // Extends thread 0's acquire to the whole block before it reads.
-  __threadfence();
-  // Fixed order: thread t folds partials t, t + kSplitThreads, ...; then the
-  // block tree. Volatile loads skip L1, which may hold stale lines.
-  const volatile acc_t* visible_partials = row_partials;
+  // Thread 0's acquire (which also invalidated this SM's L1) and the barrier
+  // order the block's reads after every other block's partial. Fixed order:
+  // thread t folds partials t, t + kSplitThreads, ...; then the block tree.
   acc_t total = op.identity();
-  for (int64_t i = tid; i < args.splits; i += kSplitThreads) total = op.combine(total, visible_partials[i]);
+  for (int64_t i = tid; i < args.splits; i += kSplitThreads) total = op.combine(total, row_partials[i]);
   total = block_reduce<kSplitThreads>(total, scratch, op);
   if (tid == 0) {
     args.out[row] = static_cast<out_t>(op.project(total));
