@@ -1,0 +1,184 @@
+"""Reductions over one dimension: torch_reduce.{sum,mean,amax,amin} against torch's, on 2-D
+shapes from square to very short or very long rows, over dim=-1 (rows) and dim=0 (columns).
+
+    python benchmarks/bench_dims.py                   # all shapes, float32 and bfloat16, 4 ops
+    python benchmarks/bench_dims.py --quick           # four shapes
+    python benchmarks/bench_dims.py --ops sum --dtypes float32
+
+GB/s counts input bytes only. Without a GPU the shapes are scaled down and run on the CPU.
+Writes results/dims_<device>.json and .png (see README.md).
+"""
+import argparse
+
+import torch
+
+import harness
+import report
+
+torch_reduce = harness.import_torch_reduce()
+
+SHAPES = [
+    (4096, 4096), (65536, 1024), (1048576, 32), (32, 1048576), (16384, 16384), (8, 16777216),
+    (1048576, 8), (3, 5000000), (7840000, 4), (1000000, 2), (262144, 128), (32768, 32),
+]
+QUICK_SHAPES = [(4096, 4096), (1048576, 32), (32, 1048576), (1000000, 2)]
+CPU_MAX_ELEMENTS = 2**22  # CPU runs shrink each shape to at most this many elements
+CPU_QUICK_MAX_ELEMENTS = 2**20
+DIMS = (-1, 0)
+DEFAULT_DTYPES = ["float32", "bfloat16"]
+OPS = {  # name: (ours, torch's)
+    "sum": (torch_reduce.sum, torch.sum),
+    "mean": (torch_reduce.mean, torch.mean),
+    "amax": (torch_reduce.amax, torch.amax),
+    "amin": (torch_reduce.amin, torch.amin),
+}
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    harness.add_common_args(parser)
+    parser.add_argument("--dtypes", type=harness.parse_dtypes, default=DEFAULT_DTYPES,
+                        help="comma-separated, default: " + ",".join(DEFAULT_DTYPES))
+    parser.add_argument("--ops", type=parse_ops, default=list(OPS),
+                        help="comma-separated, default: " + ",".join(OPS))
+    return parser.parse_args()
+
+
+def parse_ops(text: str) -> list:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in OPS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown ops {unknown}; known: {', '.join(OPS)}")
+    return names
+
+
+def shapes_for(device: torch.device, quick: bool) -> list:
+    shapes = QUICK_SHAPES if quick else SHAPES
+    if device.type == "cuda":
+        return shapes
+    limit = CPU_QUICK_MAX_ELEMENTS if quick else CPU_MAX_ELEMENTS
+    return [shrink(shape, limit) for shape in shapes]
+
+
+def shrink(shape: tuple, max_elements: int) -> tuple:
+    """Halves the longest dimension until the shape fits, keeping the short one as it is."""
+    shape = list(shape)
+    while shape[0] * shape[1] > max_elements:
+        longest = shape.index(max(shape))
+        shape[longest] = -(-shape[longest] // 2)
+    return tuple(shape)
+
+
+def bench_shape(shape: tuple, dtype_name: str, ops: list, device, info) -> list:
+    x = harness.random_tensor(shape, harness.DTYPES[dtype_name], device)
+    nbytes = x.numel() * x.element_size()
+    cases = []
+    for dim in DIMS:
+        for op in ops:
+            ours, theirs = OPS[op]
+            case = {"shape": list(shape), "dtype": dtype_name, "dim": dim, "op": op,
+                    "bytes": nbytes}
+            case["check"] = harness.checked_result(lambda: ours(x, dim), lambda: theirs(x, dim),
+                                                   x, op, dim)
+            case["torch"] = harness.measure(lambda: theirs(x, dim), device, nbytes, info)
+            case["ours"] = harness.measure(lambda: ours(x, dim), device, nbytes, info)
+            case["speedup_vs_torch"] = harness.speedup(case["torch"], case["ours"])
+            cases.append(case)
+    return cases
+
+
+def shape_label(shape) -> str:
+    return "x".join(str(n) for n in shape)
+
+
+def print_results(cases: list, dtypes: list, info) -> None:
+    columns = (
+        ("shape", "shape", "<"), ("dim", "dim", ">"), ("op", "op", "<"),
+        *report.timing_columns(info, "torch_", "torch "),
+        *report.timing_columns(info, "ours_", "ours "),
+        ("vs_torch", "ours vs torch", ">"), ("check", "check", "<"), ("notes", "notes", "<"),
+    )
+    print("ours vs torch: time of torch / time of torch_reduce; >1 = ours faster")
+    for dtype_name in dtypes:
+        footnotes = report.Footnotes()
+        rows = []
+        previous_shape = None
+        for case in (c for c in cases if c["dtype"] == dtype_name):
+            label = shape_label(case["shape"])
+            row = {
+                "shape": label if label != previous_shape else "",
+                "dim": str(case["dim"]),
+                "op": case["op"],
+                **report.timing_cells(case["torch"], footnotes, "torch_"),
+                **report.timing_cells(case["ours"], footnotes, "ours_"),
+                "vs_torch": report.fmt_ratio(case["speedup_vs_torch"]),
+                "check": report.check_cell(case["check"], footnotes),
+            }
+            previous_shape = label
+            rows.append(row)
+        print(f"\n{dtype_name}")
+        report.print_table(columns, rows)
+        footnotes.print()
+
+
+def plot(cases: list, dtypes: list, ops: list, info, path) -> None:
+    """One panel per op (rows) and dtype x dim (columns): GB/s per shape, torch vs ours."""
+    plt = report.pyplot()
+    if plt is None:
+        return
+    panels = [(dtype_name, dim) for dtype_name in dtypes for dim in DIMS]
+    fig, axes = plt.subplots(len(ops), len(panels), figsize=(5 * len(panels), 3.6 * len(ops)),
+                             squeeze=False)
+    for op, ax_row in zip(ops, axes):
+        for ax, (dtype_name, dim) in zip(ax_row, panels):
+            panel = [c for c in cases if (c["op"], c["dtype"], c["dim"]) == (op, dtype_name, dim)]
+            positions = range(len(panel))
+            for offset, (who, label) in ((-0.2, ("torch", f"torch.{op}")),
+                                         (0.2, ("ours", f"torch_reduce.{op}"))):
+                ax.bar([p + offset for p in positions], [c[who]["gbps"] or 0 for c in panel],
+                       width=0.4, label=label)
+            if info.peak_bytes_per_s:
+                ax.axhline(info.peak_bytes_per_s / 1e9, color="gray", linestyle=":",
+                           label="peak DRAM")
+            ax.set_xticks(list(positions), [shape_label(c["shape"]) for c in panel],
+                          rotation=60, ha="right", fontsize=7)
+            ax.set_title(f"{op}, {dtype_name}, dim={dim}", fontsize=10)
+            ax.set_ylabel("GB/s (input bytes / time)")
+            ax.grid(True, axis="y", alpha=0.3)
+            ax.legend(fontsize=7)
+    report.save_figure(fig, path, report.figure_title("reductions over one dim: GB/s", info))
+
+
+def main():
+    args = parse_args()
+    device = harness.pick_device(args.device)
+    info = report.describe_device(device)
+    shapes = shapes_for(device, args.quick)
+    torch.manual_seed(0)
+    report.print_header("reductions over one dim: torch_reduce vs torch", info)
+    if device.type != "cuda":
+        largest = max(rows * columns for rows, columns in shapes)
+        print(f"no GPU: shapes scaled down to at most {largest} elements\n")
+
+    cases = []
+    progress = report.Progress(len(args.dtypes) * len(shapes), "dims")
+    for dtype_name in args.dtypes:
+        for shape in shapes:
+            nbytes = shape[0] * shape[1] * harness.DTYPES[dtype_name].itemsize
+            shortfall = harness.memory_shortfall(nbytes, device)
+            if shortfall:
+                print(f"skipping {dtype_name} {shape_label(shape)}: {shortfall}")
+            else:
+                cases += bench_shape(shape, dtype_name, args.ops, device, info)
+            harness.release_memory(device)
+            progress.step(f"{dtype_name} {shape_label(shape)}")
+    progress.close()
+
+    print_results(cases, args.dtypes, info)
+    json_path, png_path = report.output_paths(args.out, "dims", info)
+    report.write_json(json_path, report.run_metadata(info), cases)
+    plot(cases, args.dtypes, args.ops, info, png_path)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Everything the GPU is needed for, in one call: build for the local GPU, the
+# GPU tests, compute-sanitizer over every kernel, and the benchmarks. Logs and
+# results go to $OUT (default gpu_out/); benchmark files also to
+# benchmarks/results/. Steps: any of build tests sanitize bench (default all).
+#   bash scripts/gpu_session.sh [steps...]
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+OUT="${OUT:-gpu_out}"
+mkdir -p "$OUT"
+export TORCH_REDUCE_CUDA=1 MAX_JOBS="${MAX_JOBS:-$(nproc)}" PYTHONUNBUFFERED=1
+# The H100 image sets CXX to a g++ wrapper under /opt/gcc whose builds of this
+# extension crash when they format an exception message (a libstdc++ mix-up);
+# the system compiler builds it correctly.
+if [ -x /usr/bin/g++ ] && [ -x /usr/bin/gcc ]; then export CC=/usr/bin/gcc CXX=/usr/bin/g++; fi
+export TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-$(python3 -c 'import torch; print("%d.%d" % torch.cuda.get_device_capability())')}"
+steps=("${@:-build tests sanitize bench}")
+steps=(${steps[*]})
+status=0
+
+run() {  # run NAME COMMAND...: log to $OUT/NAME.log, record the exit code
+  local name=$1; shift
+  local start=$SECONDS
+  "$@" >"$OUT/$name.log" 2>&1
+  local rc=$?
+  [ $rc -ne 0 ] && status=1
+  echo "$name: rc=$rc ($((SECONDS - start)) s)" | tee -a "$OUT/summary.txt"
+  tail -n 4 "$OUT/$name.log"
+}
+
+for step in "${steps[@]}"; do
+  case $step in
+    build)
+      run build python3 -m pip install -v --no-build-isolation --no-deps -e . ;;
+    tests)
+      run tests python3 -m pytest -q -rs -p no:cacheprovider tests ;;
+    sanitize)
+      for tool in memcheck racecheck synccheck initcheck; do
+        run "sanitize_$tool" compute-sanitizer --tool "$tool" --error-exitcode 9 python3 scripts/sanitizer_workload.py
+      done ;;
+    bench)
+      run bench_sum python3 benchmarks/bench_sum.py
+      run bench_ladder python3 benchmarks/bench_ladder.py
+      run bench_dims python3 benchmarks/bench_dims.py
+      cp benchmarks/results/* "$OUT/" 2>/dev/null ;;
+    *) echo "unknown step $step"; status=1 ;;
+  esac
+done
+exit $status

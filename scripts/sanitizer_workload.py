@@ -1,0 +1,53 @@
+"""A small workload that reaches every CUDA kernel of torch_reduce once, for
+compute-sanitizer (memcheck, racecheck, synccheck, initcheck):
+
+    compute-sanitizer --tool racecheck python scripts/sanitizer_workload.py
+
+Sizes are small (the tools are slow) but cover every path: single-block and
+split full reductions, misaligned heads and ragged tails, short and long rows
+(vectorized and scalar), multi-pass column reductions, all four ops, every
+ladder algorithm. Exits non-zero if a result is wrong.
+"""
+import sys
+
+import torch
+
+import torch_reduce
+
+torch.manual_seed(0)
+device = "cuda"
+failures = []
+
+
+def check(name, ours, ref, exact):
+    ours = ours.cpu()
+    ref = ref.cpu()
+    ok = torch.equal(ours, ref) if exact else torch.allclose(ours.double(), ref.double(), rtol=1e-3, atol=1e-3)
+    if not ok:
+        failures.append(name)
+
+
+for dtype in (torch.float32, torch.bfloat16, torch.int32, torch.uint8):
+    exact = not dtype.is_floating_point
+    for n in (1, 33, 4099, 300_001):
+        base = (torch.randn(n + 3, device=device) * 10).to(dtype) if not exact else torch.randint(0, 100, (n + 3,), device=device, dtype=dtype)
+        x = base[3:]  # misaligned start
+        check(f"sum {dtype} {n}", torch_reduce.sum(x), torch.sum(x), exact)
+    for shape, dim in (((64, 7), -1), ((48, 32), -1), ((40, 1000), -1), ((3, 70_000), -1), ((130, 9), 0), ((200, 64), 0), ((5, 130, 12), 1)):
+        x = (torch.randn(shape, device=device) * 10).to(dtype) if not exact else torch.randint(0, 100, shape, device=device, dtype=dtype)
+        check(f"sum {dtype} {shape} {dim}", torch_reduce.sum(x, dim), torch.sum(x, dim), exact)
+        check(f"amax {dtype} {shape} {dim}", torch_reduce.amax(x, dim), torch.amax(x, dim), True)
+        check(f"amin {dtype} {shape} {dim}", torch_reduce.amin(x, dim), torch.amin(x, dim), True)
+        if not exact:
+            check(f"mean {dtype} {shape} {dim}", torch_reduce.mean(x, dim), torch.mean(x, dim), False)
+
+for algorithm in torch_reduce.algorithms():
+    for dtype in (torch.float32, torch.int32):
+        exact = not dtype.is_floating_point
+        n = 5000 if algorithm == "serial" else 70_001
+        x = (torch.randn(n + 1, device=device)).to(dtype)[1:] if not exact else torch.randint(-50, 50, (n + 1,), device=device, dtype=dtype)[1:]
+        check(f"ladder {algorithm} {dtype}", torch_reduce.sum(x, algorithm=algorithm), torch.sum(x), exact)
+
+torch.cuda.synchronize()
+print("sanitizer workload:", "FAILED " + ", ".join(failures) if failures else "all results correct")
+sys.exit(1 if failures else 0)

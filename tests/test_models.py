@@ -1,0 +1,358 @@
+"""torch_reduce in models: autograd (gradcheck, gradients equal to torch's),
+torch.library.opcheck, torch.compile(fullgraph=True), CUDA graph capture, and
+training a small MLP whose loss uses the ops, against the same model with torch's.
+"""
+import pytest
+import torch
+from torch import nn
+
+import torch_reduce
+
+
+def _id(v):
+    if isinstance(v, torch.dtype):
+        return str(v).replace("torch.", "")
+    if isinstance(v, str):
+        return v
+    return repr(v).replace(" ", "")
+
+
+def _cuda(*values):
+    """A pytest.param for CUDA-only parameter sets (skipped with the reason without CUDA)."""
+    return pytest.param(*values, marks=pytest.mark.requires_cuda, id="-".join(_id(v) for v in values))
+
+
+def _cpu(*values):
+    return pytest.param(*values, id="-".join(_id(v) for v in values))
+
+
+# --------------------------------------------------------------------------- #
+# Autograd
+# --------------------------------------------------------------------------- #
+GRAD_CASES = [
+    ((4, 5), None, False),
+    ((4, 5), None, True),
+    ((4, 5), 0, False),
+    ((4, 5), 1, True),
+    ((4, 5), -1, False),
+    ((2, 3, 4), (0, 2), False),
+    ((2, 3, 4), (0, 2), True),
+    ((2, 3, 4), [-1, 1], True),
+    ((2, 3, 4), [], False),
+    ((), None, False),
+    ((), 0, True),
+    ((7,), 0, False),
+]
+
+
+def _reduce(fn, x, dim, keepdim):
+    if dim is None and not keepdim:
+        return fn(x)
+    return fn(x, dim, keepdim)
+
+
+@pytest.mark.parametrize("op", ["sum", "mean"])
+@pytest.mark.parametrize("shape,dim,keepdim", GRAD_CASES, ids=[f"{_id(s)}-dim{_id(d)}-{'keep' if k else 'nokeep'}" for s, d, k in GRAD_CASES])
+def test_gradcheck_sum_mean(device, op, shape, dim, keepdim):
+    fn = getattr(torch_reduce, op)
+    x = torch.randn(shape, dtype=torch.float64, device=device, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda t: _reduce(fn, t, dim, keepdim), (x,))
+    assert torch.autograd.gradgradcheck(lambda t: _reduce(fn, t, dim, keepdim), (x,))
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "amax", "amin"])
+@pytest.mark.parametrize("shape,dim,keepdim", GRAD_CASES, ids=[f"{_id(s)}-dim{_id(d)}-{'keep' if k else 'nokeep'}" for s, d, k in GRAD_CASES])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16], ids=_id)
+def test_gradient_equals_torch(device, op, shape, dim, keepdim, dtype):
+    """The input gradient equals torch's (dtype and values), for a random upstream gradient."""
+    ours_fn, torch_fn = getattr(torch_reduce, op), getattr(torch, op)
+    if op in ("amax", "amin"):
+        # Ties: values from a small set, so that several elements share the extremum.
+        base = torch.randint(-2, 3, shape).to(dtype).to(device)
+    else:
+        base = torch.randn(shape, dtype=dtype, device=device)
+    x1 = base.clone().requires_grad_()
+    x2 = base.clone().requires_grad_()
+    y1 = _reduce(ours_fn, x1, dim, keepdim)
+    if op in ("amax", "amin"):
+        y2 = torch_fn(x2, () if dim is None else dim, keepdim)
+    else:
+        y2 = _reduce(torch_fn, x2, dim, keepdim)
+    assert y1.shape == y2.shape and y1.dtype == y2.dtype
+    g = torch.randn(y2.shape, dtype=dtype, device=device)
+    y1.backward(g)
+    y2.backward(g)
+    assert x1.grad.dtype == x2.grad.dtype and x1.grad.shape == x2.grad.shape
+    tol = {torch.float16: 1e-3, torch.bfloat16: 1e-2}.get(dtype, 1e-6)
+    torch.testing.assert_close(x1.grad, x2.grad, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("op", ["amax", "amin"])
+def test_extremum_gradient_split_evenly_among_ties(device, op):
+    x = torch.tensor([[1.0, 3.0, 3.0, 0.0], [2.0, 2.0, 2.0, 2.0], [-1.0, 5.0, 4.0, 5.0]], dtype=torch.float64, device=device)
+    if op == "amin":
+        x = -x
+    x.requires_grad_()
+    getattr(torch_reduce, op)(x, 1).backward(torch.tensor([1.0, 1.0, 6.0], dtype=torch.float64, device=device))
+    expected = torch.tensor([[0, 0.5, 0.5, 0], [0.25, 0.25, 0.25, 0.25], [0, 3.0, 0, 3.0]], dtype=torch.float64)
+    torch.testing.assert_close(x.grad.cpu(), expected)
+    x.grad = None
+    getattr(torch_reduce, op)(x).backward()  # full reduction: the 2 ties of 5 (or -5)
+    expected = torch.zeros(3, 4, dtype=torch.float64)
+    expected[2, 1] = expected[2, 3] = 0.5
+    torch.testing.assert_close(x.grad.cpu(), expected)
+
+
+@pytest.mark.parametrize("op", ["amax", "amin"])
+@pytest.mark.parametrize("dim", [None, 0, 1, (0, 1)], ids=_id)
+def test_gradcheck_extremum_without_ties(device, op, dim):
+    x = (torch.randperm(20, dtype=torch.float64) / 7).view(4, 5).to(device).requires_grad_()
+    fn = getattr(torch_reduce, op)
+    assert torch.autograd.gradcheck(lambda t: fn(t) if dim is None else fn(t, dim), (x,))
+
+
+@pytest.mark.parametrize("dtype_arg", [torch.float64, torch.float32], ids=_id)
+def test_gradient_with_dtype_argument(device, dtype_arg):
+    """sum/mean with dtype=: the gradient comes back in the input's dtype, like torch."""
+    base = torch.randn(3, 4, dtype=torch.float32, device=device)
+    for op in ("sum", "mean"):
+        x1, x2 = base.clone().requires_grad_(), base.clone().requires_grad_()
+        y1 = getattr(torch_reduce, op)(x1, 1, dtype=dtype_arg)
+        y2 = getattr(torch, op)(x2, 1, dtype=dtype_arg)
+        assert y1.dtype == y2.dtype
+        y1.sum().backward()
+        y2.sum().backward()
+        assert x1.grad.dtype == x2.grad.dtype == torch.float32
+        torch.testing.assert_close(x1.grad, x2.grad)
+
+
+@pytest.mark.parametrize("op", ["sum", "mean"])
+def test_gradient_of_empty(device, op):
+    x = torch.empty(0, 3, device=device, requires_grad=True)
+    getattr(torch_reduce, op)(x, 0).sum().backward()
+    assert x.grad.shape == (0, 3)
+
+
+def test_no_gradient_for_integer_input(device):
+    x = torch.randint(-5, 5, (3, 4), device=device)
+    y = torch_reduce.sum(x, 1)
+    assert not y.requires_grad and y.dtype == torch.int64
+
+
+# --------------------------------------------------------------------------- #
+# opcheck
+# --------------------------------------------------------------------------- #
+def _opcheck_cases():
+    f = lambda *s: torch.randn(*s)  # noqa: E731
+    return [
+        ("sum", lambda: (f(3, 4, 5),), {}),
+        ("sum", lambda: (f(3, 4, 5).requires_grad_(),), {"dim": [0, 2], "keepdim": True}),
+        ("sum", lambda: (f(3, 4, 5).requires_grad_(),), {"dim": [-1]}),
+        ("sum", lambda: (f(33, 65).t().requires_grad_(),), {"dim": [1]}),
+        ("sum", lambda: (f(4, 5).half(),), {"dtype": torch.float32}),
+        ("sum", lambda: (torch.randint(-100, 100, (4, 5), dtype=torch.int32),), {"dim": [1]}),
+        ("sum", lambda: (torch.randint(0, 2, (4, 5)).bool(),), {}),
+        ("sum", lambda: (torch.randn(()),), {}),
+        ("sum", lambda: (f(0, 3),), {"dim": [0]}),
+        ("mean", lambda: (f(3, 4, 5).requires_grad_(),), {}),
+        ("mean", lambda: (f(3, 4, 5).requires_grad_(),), {"dim": [1], "keepdim": True}),
+        ("mean", lambda: (f(4, 5).bfloat16(),), {"dim": [0], "dtype": torch.float32}),
+        ("mean", lambda: (torch.randint(-9, 9, (4, 5)),), {"dtype": torch.float64}),
+        ("amax", lambda: (f(3, 4, 5).requires_grad_(),), {}),
+        ("amax", lambda: (f(3, 4, 5).requires_grad_(),), {"dim": [0, 2], "keepdim": True}),
+        ("amax", lambda: (torch.randint(-100, 100, (4, 5), dtype=torch.int16),), {"dim": [1]}),
+        ("amin", lambda: (f(3, 4, 5).requires_grad_(),), {"dim": [1]}),
+        ("amin", lambda: (f(3, 4, 5).double().requires_grad_(),), {}),
+        ("amin", lambda: (torch.randint(0, 2, (4, 5)).bool(),), {"dim": [0]}),
+    ]
+
+
+OPCHECK_CASES = _opcheck_cases()
+
+
+@pytest.mark.parametrize("case", range(len(OPCHECK_CASES)), ids=[f"{c[0]}-{i}" for i, c in enumerate(OPCHECK_CASES)])
+def test_opcheck(device, case):
+    name, make_args, kwargs = OPCHECK_CASES[case]
+    args = tuple(a.detach().to(device).requires_grad_(a.requires_grad) for a in make_args())
+    op = getattr(torch.ops.torch_reduce, name).default
+    torch.library.opcheck(op, args, kwargs)
+
+
+# --------------------------------------------------------------------------- #
+# torch.compile(fullgraph=True)
+# --------------------------------------------------------------------------- #
+@pytest.fixture
+def fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def _model_fn(reduce_sum, reduce_mean, reduce_amax, reduce_amin):
+    def f(x):
+        a = reduce_sum(x, 1)  # (B,)
+        b = reduce_mean(x, dim=-1, keepdim=True)  # (B, 1)
+        c = reduce_amax(x, 0)  # (N,)
+        d = reduce_amin(x, (0, 1))
+        e = reduce_sum(x * 2, dtype=torch.float64)
+        return a * 0.5 + b.squeeze(1) + c[: x.shape[0]].sum() - d + e.float()
+
+    return f
+
+
+TORCH_FN = _model_fn(torch.sum, torch.mean, torch.amax, torch.amin)
+OURS_FN = _model_fn(torch_reduce.sum, torch_reduce.mean, torch_reduce.amax, torch_reduce.amin)
+
+COMPILE_CASES = [
+    _cpu("cpu", "eager"),
+    _cpu("cpu", "aot_eager"),
+    _cuda("cuda", "aot_eager"),
+    _cuda("cuda", "inductor"),
+]
+
+
+@pytest.mark.parametrize("device,backend", COMPILE_CASES)
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_compile_fullgraph(device, backend, dynamic, fresh_dynamo):
+    compiled = torch.compile(OURS_FN, backend=backend, fullgraph=True, dynamic=dynamic)
+    for shape in [(8, 33), (8, 33), (16, 65), (5, 1025)]:
+        x = torch.randn(shape, device=device)
+        torch.testing.assert_close(compiled(x), TORCH_FN(x), rtol=1e-5, atol=1e-4)
+        x1 = x.clone().requires_grad_()
+        x2 = x.clone().requires_grad_()
+        compiled(x1).sum().backward()
+        TORCH_FN(x2).sum().backward()
+        torch.testing.assert_close(x1.grad, x2.grad, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("device,backend", COMPILE_CASES)
+@pytest.mark.parametrize("dtype", [torch.int32, torch.bfloat16, torch.bool], ids=_id)
+def test_compile_fullgraph_dtypes(device, backend, dtype, make_input, fresh_dynamo):
+    def f(x):
+        return torch_reduce.sum(x), torch_reduce.sum(x, 0, keepdim=True), torch_reduce.amax(x, 1)
+
+    def g(x):
+        return torch.sum(x), torch.sum(x, 0, keepdim=True), torch.amax(x, 1)
+
+    compiled = torch.compile(f, backend=backend, fullgraph=True)
+    x = make_input((33, 17), dtype, device)
+    for ours, ref in zip(compiled(x), g(x)):
+        assert ours.dtype == ref.dtype and ours.shape == ref.shape
+        torch.testing.assert_close(ours, ref, rtol=1e-2 if dtype == torch.bfloat16 else 1e-5, atol=1e-2)
+
+
+# --------------------------------------------------------------------------- #
+# CUDA graphs
+# --------------------------------------------------------------------------- #
+@pytest.mark.requires_cuda
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32], ids=_id)
+@pytest.mark.parametrize("shape", [(4099, 1025), (2**20 + 3,), (3, 500003), (500003, 3)], ids=_id)
+def test_cuda_graph_capture_and_replay(cuda_device, dtype, shape, make_input, check):
+    static_x = make_input(shape, dtype, cuda_device)
+    dim = -1 if len(shape) > 1 else 0
+
+    def body():
+        return (
+            torch_reduce.sum(static_x),
+            torch_reduce.sum(static_x, dim),
+            torch_reduce.sum(static_x, 0, keepdim=True),
+            torch_reduce.amax(static_x, dim),
+            torch_reduce.amin(static_x),
+        ) + ((torch_reduce.mean(static_x, 0),) if dtype.is_floating_point else ())
+
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            body()
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        outs = body()
+    for replay in range(4):  # several replays: any counters must be reset by the kernels
+        new = make_input(shape, dtype, cuda_device)
+        static_x.copy_(new)
+        graph.replay()
+        torch.cuda.synchronize()
+        check(outs[0], new)
+        check(outs[1], new, dim=dim)
+        check(outs[2], new, dim=0, keepdim=True)
+        check(outs[3], new, op="amax", dim=dim)
+        check(outs[4], new, op="amin")
+        if dtype.is_floating_point:
+            check(outs[5], new, op="mean", dim=0)
+
+
+@pytest.mark.requires_cuda
+def test_cuda_graph_replays_are_deterministic(cuda_device, make_input, bitwise_equal):
+    x = make_input((2**22 + 7,), torch.float32, cuda_device)
+    eager = torch_reduce.sum(x)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        torch_reduce.sum(x)
+    torch.cuda.current_stream().wait_stream(s)
+    with torch.cuda.graph(graph):
+        out = torch_reduce.sum(x)
+    for i in range(10):
+        graph.replay()
+        bitwise_equal(out, eager, f"replay {i}")
+
+
+# --------------------------------------------------------------------------- #
+# Training a small MLP: same trajectory as with torch's reductions
+# --------------------------------------------------------------------------- #
+def _train(device, dtype, sum_fn, mean_fn, amax_fn, steps=8):
+    torch.manual_seed(1234)
+    model = nn.Sequential(nn.Linear(16, 64), nn.Tanh(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 4)).to(device, dtype)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    gen = torch.Generator().manual_seed(99)
+    data = torch.randn(256, 16, generator=gen).to(device, dtype)
+    target = torch.randn(256, 4, generator=gen).to(device, dtype)
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad()
+        pred = model(data)
+        per_sample = sum_fn((pred - target) ** 2, dim=1)  # (256,)
+        loss = mean_fn(per_sample)
+        loss = loss + 1e-3 * sum_fn(torch.stack([sum_fn(p**2) for p in model.parameters()]))
+        loss = loss + 1e-2 * mean_fn(amax_fn(pred.abs(), 1))
+        loss.backward()
+        opt.step()
+        losses.append(loss.detach())
+    return torch.stack(losses), [p.detach().clone() for p in model.parameters()]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=_id)
+def test_mlp_training_matches_torch(device, dtype):
+    ours = _train(device, dtype, torch_reduce.sum, torch_reduce.mean, torch_reduce.amax)
+    ref = _train(device, dtype, torch.sum, torch.mean, torch.amax)
+    tol = dict(rtol=1e-4, atol=1e-5) if dtype == torch.float32 else dict(rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(ours[0], ref[0], **tol)
+    assert ours[0][-1] < ours[0][0], "the loss went down"
+    for p_ours, p_ref in zip(ours[1], ref[1]):
+        torch.testing.assert_close(p_ours, p_ref, **tol)
+
+
+@pytest.mark.parametrize("device,backend", COMPILE_CASES[1:3])
+def test_compiled_training_step(device, backend, fresh_dynamo):
+    """A compiled (fullgraph) forward+loss whose backward runs through the registered autograd."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1)).to(device)
+    ref_model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1)).to(device)
+    ref_model.load_state_dict(model.state_dict())
+    x, y = torch.randn(64, 8, device=device), torch.randn(64, 1, device=device)
+
+    @torch.compile(backend=backend, fullgraph=True)
+    def loss_fn(m, x, y):
+        return torch_reduce.mean(torch_reduce.sum((m(x) - y) ** 2, dim=1))
+
+    loss = loss_fn(model, x, y)
+    loss.backward()
+    ref_loss = torch.mean(torch.sum((ref_model(x) - y) ** 2, dim=1))
+    ref_loss.backward()
+    torch.testing.assert_close(loss, ref_loss)
+    for p, q in zip(model.parameters(), ref_model.parameters()):
+        torch.testing.assert_close(p.grad, q.grad)

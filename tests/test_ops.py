@@ -1,0 +1,441 @@
+"""torch_reduce.mean / amax / amin against torch.mean / torch.amax / torch.amin,
+and batch invariance of the dim reductions on CUDA.
+
+mean: floating results compared with the float64 mean (tolerance scaled to the
+dtype and to mean|x|); amax/amin: exactly torch's result (NaN propagates).
+Errors: the exception types torch raises (mean of an integer tensor without
+dtype=, amax/amin of an empty reduction, bad dims); unsupported dtypes refused
+with an error naming the dtype.
+"""
+import re
+
+import pytest
+import torch
+
+import torch_reduce
+
+FLOAT_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+INT_DTYPES = [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64]
+ALL_DTYPES = FLOAT_DTYPES + INT_DTYPES + [torch.bool]
+UNSUPPORTED_DTYPES = [
+    torch.complex64,
+    torch.complex128,
+    torch.float8_e4m3fn,
+    torch.float8_e5m2,
+    torch.uint16,
+    torch.uint32,
+    torch.uint64,
+]
+C10_NAMES = {
+    torch.complex64: "ComplexFloat",
+    torch.complex128: "ComplexDouble",
+    torch.float8_e4m3fn: "Float8_e4m3fn",
+    torch.float8_e5m2: "Float8_e5m2",
+    torch.uint16: "UInt16",
+    torch.uint32: "UInt32",
+    torch.uint64: "UInt64",
+}
+OPS = {"mean": torch_reduce.mean, "amax": torch_reduce.amax, "amin": torch_reduce.amin}
+RAW = {"mean": torch.ops.torch_reduce.mean, "amax": torch.ops.torch_reduce.amax, "amin": torch.ops.torch_reduce.amin}
+TORCH = {"mean": torch.mean, "amax": torch.amax, "amin": torch.amin}
+
+
+def _id(v):
+    if isinstance(v, torch.dtype):
+        return str(v).replace("torch.", "")
+    if isinstance(v, str):
+        return v
+    return repr(v).replace(" ", "")
+
+
+def _dtypes_for(op):
+    return FLOAT_DTYPES if op == "mean" else ALL_DTYPES
+
+
+def _op_dtype_cases(ops=("mean", "amax", "amin")):
+    return [pytest.param(op, dt, id=f"{op}-{_id(dt)}") for op in ops for dt in _dtypes_for(op)]
+
+
+def _call(op, x, dim=None, keepdim=False):
+    """torch_reduce.<op> with the dims in the form each op takes (None: all dims)."""
+    if dim is None:
+        return OPS[op](x, keepdim=keepdim) if keepdim else OPS[op](x)
+    return OPS[op](x, dim, keepdim)
+
+
+keepdims = pytest.mark.parametrize("keepdim", [False, True], ids=["nokeep", "keepdim"])
+
+
+# --------------------------------------------------------------------------- #
+# Full reductions
+# --------------------------------------------------------------------------- #
+@pytest.mark.parametrize("op,dtype", _op_dtype_cases())
+@pytest.mark.parametrize("size", [1, 31, 32, 33, 1023, 1025, 4099, 65537, 2**20 + 3])
+def test_full_reduction_sizes(device, op, dtype, size, make_input, check):
+    x = make_input(size, dtype, device)
+    check(_call(op, x), x, op=op)
+
+
+@pytest.mark.parametrize("op,dtype", _op_dtype_cases())
+def test_full_reduction_keepdim_and_raw_op(device, op, dtype, make_input, check):
+    x = make_input((5, 33, 7), dtype, device)
+    check(_call(op, x, keepdim=True), x, op=op, keepdim=True)
+    check(OPS[op](x, []), x, op=op, dim=[])
+    check(OPS[op](x, ()), x, op=op, dim=())
+    check(RAW[op](x), x, op=op)
+    check(RAW[op](x, [0, 2], True), x, op=op, dim=(0, 2), keepdim=True)
+
+
+# --------------------------------------------------------------------------- #
+# Dims
+# --------------------------------------------------------------------------- #
+DIM_CASES = [
+    ((5,), 0),
+    ((5,), -1),
+    ((3, 4), 0),
+    ((3, 4), 1),
+    ((3, 4), -2),
+    ((3, 4), (0, 1)),
+    ((3, 4), (-1, -2)),
+    ((2, 3, 4), 1),
+    ((2, 3, 4), (0, 2)),
+    ((2, 3, 4), [2, 0]),
+    ((2, 3, 4, 5), (1, 3)),
+    ((2, 3, 4, 5), (0, 2, 3)),
+    ((7, 1, 5), 1),
+    ((33, 1025), 0),
+    ((33, 1025), 1),
+    ((1025, 33), 0),
+    ((1025, 33), 1),
+    ((4099, 3), 0),
+    ((3, 4099), 1),
+    ((1000, 2), 1),
+    ((17, 19, 23), 1),
+]
+
+
+@pytest.mark.parametrize("op,dtype", _op_dtype_cases())
+@keepdims
+@pytest.mark.parametrize("shape,dim", DIM_CASES, ids=[f"{_id(s)}-dim{_id(d)}" for s, d in DIM_CASES])
+def test_dims(device, op, dtype, shape, dim, keepdim, make_input, check):
+    x = make_input(shape, dtype, device)
+    check(_call(op, x, dim, keepdim), x, op=op, dim=dim, keepdim=keepdim)
+
+
+@pytest.mark.parametrize("op", ["mean", "amax", "amin"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=_id)
+@pytest.mark.parametrize("shape,dim", [((300, 4099), 1), ((4099, 300), 0), ((65537, 2), 1), ((2, 65537), 0), ((64, 33, 257), (0, 2))], ids=_id)
+def test_dims_large(device, op, dtype, shape, dim, make_input, check):
+    x = make_input(shape, dtype, device)
+    check(_call(op, x, dim), x, op=op, dim=dim)
+
+
+@pytest.mark.parametrize("op,dtype", _op_dtype_cases())
+@keepdims
+@pytest.mark.parametrize("dim", [None, 0, -1, (0,), []], ids=_id)
+def test_zero_dim_tensor(device, op, dtype, dim, keepdim, make_input, check):
+    x = make_input((), dtype, device)
+    check(_call(op, x, dim, keepdim), x, op=op, dim=dim, keepdim=keepdim)
+
+
+# --------------------------------------------------------------------------- #
+# Layouts
+# --------------------------------------------------------------------------- #
+LAYOUTS = {
+    "transposed": ((33, 65), lambda t: t.t()),
+    "column_step": ((64, 70), lambda t: t[:, ::3]),
+    "misaligned_1d": ((4100,), lambda t: t[1:]),
+    "misaligned_2d": ((33, 67), lambda t: t[1:, 1:]),
+    "expanded": ((1, 100), lambda t: t.expand(64, 100)),
+    "channels_last": ((2, 3, 5, 7), lambda t: t.contiguous(memory_format=torch.channels_last)),
+    "permuted_3d": ((4, 5, 6), lambda t: t.permute(2, 0, 1)),
+}
+LAYOUT_CASES = [
+    (name, dim)
+    for name, (shape, f) in LAYOUTS.items()
+    for dim in ([None, 0, -1] + ([(0, -1)] if f(torch.empty(shape)).dim() > 1 else []) + ([1] if f(torch.empty(shape)).dim() > 2 else []))
+]
+
+
+@pytest.mark.parametrize("op,dtype", _op_dtype_cases())
+@pytest.mark.parametrize("layout,dim", LAYOUT_CASES, ids=[f"{n}-dim{_id(d)}" for n, d in LAYOUT_CASES])
+def test_layouts(device, op, dtype, layout, dim, make_input, check):
+    shape, view = LAYOUTS[layout]
+    x = view(make_input(shape, dtype, device))
+    check(_call(op, x, dim), x, op=op, dim=dim)
+    check(_call(op, x, dim, True), x, op=op, dim=dim, keepdim=True)
+
+
+# --------------------------------------------------------------------------- #
+# mean: dtype=, integers, empty
+# --------------------------------------------------------------------------- #
+MEAN_DTYPE_PAIRS = [(a, b) for a in ALL_DTYPES for b in FLOAT_DTYPES + [torch.int64, torch.int32]]
+
+
+@pytest.mark.parametrize("dim", [None, 1], ids=["full", "dim1"])
+@pytest.mark.parametrize("in_dtype,out_dtype", MEAN_DTYPE_PAIRS, ids=[f"{_id(a)}->{_id(b)}" for a, b in MEAN_DTYPE_PAIRS])
+def test_mean_dtype_argument(device, in_dtype, out_dtype, dim, make_input, check, raises_like_torch):
+    if in_dtype.is_floating_point or in_dtype == torch.bool:
+        x = make_input((10, 50), in_dtype, device)
+    else:
+        x = make_input((10, 50), in_dtype, device, low=0 if in_dtype == torch.uint8 else -100, high=100)
+    try:
+        torch.mean(x, dim, dtype=out_dtype)
+    except Exception:
+        raises_like_torch(lambda: torch_reduce.mean(x, dim, dtype=out_dtype), lambda: torch.mean(x, dim, dtype=out_dtype))
+        return
+    check(torch_reduce.mean(x, dim, dtype=out_dtype), x, op="mean", dim=dim, dtype=out_dtype)
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES + [torch.bool], ids=_id)
+@pytest.mark.parametrize("dim", [None, 0, (0, 1)], ids=_id)
+def test_mean_of_integers_without_dtype_raises_like_torch(device, dtype, dim, make_input, raises_like_torch):
+    x = make_input((4, 5), dtype, device)
+    raises_like_torch(lambda: torch_reduce.mean(x, dim), lambda: torch.mean(x, dim), match="(?i)dtype")
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=_id)
+@pytest.mark.parametrize(
+    "shape,dim", [((0,), None), ((0, 3), None), ((0, 3), 0), ((3, 0), 1), ((3, 0), 0), ((2, 0, 4), (0, 1)), ((0, 0), [])], ids=_id
+)
+@keepdims
+def test_mean_of_empty_is_nan(device, dtype, shape, dim, keepdim, check):
+    x = torch.empty(shape, dtype=dtype, device=device)
+    out = torch_reduce.mean(x, dim, keepdim)
+    check(out, x, op="mean", dim=dim, keepdim=keepdim)
+    ref = torch.mean(x, dim, keepdim)
+    assert torch.isnan(out).all() == torch.isnan(ref).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=_id)
+def test_mean_half_accumulates_in_float32(device, dtype):
+    x = torch.ones(4096, dtype=dtype, device=device) * 3
+    assert torch_reduce.mean(x).item() == 3.0
+    assert torch_reduce.mean(x.view(2, 2048), 1).tolist() == [3.0, 3.0]
+
+
+def test_mean_large_count(device, make_input, check):
+    x = make_input((2**20 + 3,), torch.float32, device) + 5.0
+    check(torch_reduce.mean(x), x, op="mean")
+    check(torch_reduce.mean(x, dtype=torch.float64), x, op="mean", dtype=torch.float64)
+
+
+# --------------------------------------------------------------------------- #
+# amax / amin: extremes, NaN, empty
+# --------------------------------------------------------------------------- #
+@pytest.mark.parametrize("op", ["amax", "amin"])
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=_id)
+@pytest.mark.parametrize("size", [33, 4099])
+def test_extremum_at_dtype_limits(device, op, dtype, size, check):
+    """The identity is not a real value: a tensor that is all dtype-min (max) reduces to it."""
+    if dtype == torch.bool:
+        lo, hi = False, True
+    elif dtype.is_floating_point:
+        lo, hi = float("-inf"), float("inf")
+    else:
+        lo, hi = torch.iinfo(dtype).min, torch.iinfo(dtype).max
+    for fill in (lo, hi):
+        x = torch.full((size,), fill, dtype=dtype, device=device)
+        check(_call(op, x), x, op=op)
+        x2 = x.view(1, size)
+        check(_call(op, x2, 1), x2, op=op, dim=1)
+        check(_call(op, x2, 0), x2, op=op, dim=0)
+    if not dtype.is_floating_point and dtype != torch.bool:
+        lo_f, hi_f = lo, hi
+    elif dtype == torch.bool:
+        lo_f, hi_f = False, True
+    else:
+        lo_f, hi_f = torch.finfo(dtype).min, torch.finfo(dtype).max
+    x = torch.full((size,), lo_f if op == "amax" else hi_f, dtype=dtype, device=device)
+    x[size // 2] = hi_f if op == "amax" else lo_f
+    check(_call(op, x), x, op=op)
+
+
+@pytest.mark.parametrize("op", ["amax", "amin"])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=_id)
+@pytest.mark.parametrize("size", [33, 1025, 65537])
+@pytest.mark.parametrize("where", ["first", "middle", "last"])
+def test_extremum_nan_propagates(device, op, dtype, size, where, make_input, check):
+    x = make_input(size, dtype, device)
+    pos = {"first": 0, "middle": size // 2 + 1, "last": size - 1}[where]
+    x[pos] = float("nan")
+    out = _call(op, x)
+    assert torch.isnan(out), f"{op} of a tensor holding NaN must be NaN, got {out.item()}"
+    check(out, x, op=op)
+    rows = x[: size - size % 3].view(3, -1)
+    check(_call(op, rows, 1), rows, op=op, dim=1)
+    check(_call(op, rows, 0), rows, op=op, dim=0)
+
+
+@pytest.mark.parametrize("op", ["mean", "amax", "amin"])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=_id)
+def test_inf_and_nan_in_rows(device, op, dtype, make_input, check):
+    x = make_input((6, 1025), dtype, device)
+    x[1, 10] = float("nan")
+    x[2, 5] = float("inf")
+    x[3, 1000] = float("-inf")
+    x[4, 0] = float("inf")
+    x[4, 1] = float("-inf")
+    check(_call(op, x, 1), x, op=op, dim=1)
+    check(_call(op, x.t(), 0), x.t(), op=op, dim=0)
+    check(_call(op, x), x, op=op)
+
+
+@pytest.mark.parametrize("op", ["amax", "amin"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32, torch.bool], ids=_id)
+@pytest.mark.parametrize(
+    "shape,dim",
+    [((0,), None), ((0,), 0), ((0, 3), None), ((0, 3), 0), ((3, 0), 1), ((3, 0), -1), ((2, 0, 4), (0, 1)), ((0, 3), [])],
+    ids=_id,
+)
+def test_extremum_of_empty_reduction_raises_like_torch(device, op, dtype, shape, dim, raises_like_torch):
+    x = torch.empty(shape, dtype=dtype, device=device)
+    args = () if dim is None else (dim,)
+    raises_like_torch(lambda: OPS[op](x, *args), lambda: TORCH[op](x, *args))
+
+
+@pytest.mark.parametrize("op", ["amax", "amin"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64], ids=_id)
+@pytest.mark.parametrize("shape,dim", [((0, 3), 1), ((3, 0), 0), ((2, 0, 4), 2), ((2, 0, 4), (0, 2))], ids=_id)
+@keepdims
+def test_extremum_of_empty_output(device, op, dtype, shape, dim, keepdim, check):
+    """Reducing non-empty dims of a tensor with an empty other dim gives an empty result."""
+    x = torch.empty(shape, dtype=dtype, device=device)
+    out = OPS[op](x, dim, keepdim)
+    check(out, x, op=op, dim=dim, keepdim=keepdim)
+    assert out.numel() == 0
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=_id)
+def test_signed_zeros_and_subnormals(device, dtype, check):
+    tiny = torch.finfo(dtype).tiny
+    x = torch.tensor([-0.0, 0.0, tiny / 4, -tiny / 4, -tiny, tiny], dtype=torch.float64).to(dtype).to(device)
+    for op in ("amax", "amin"):
+        check(_call(op, x), x, op=op)
+    check(torch_reduce.mean(x), x, op="mean")
+
+
+# --------------------------------------------------------------------------- #
+# Errors
+# --------------------------------------------------------------------------- #
+ERROR_CASES = [
+    ((3, 4), 2),
+    ((3, 4), -3),
+    ((5,), 1),
+    ((), 1),
+    ((), -2),
+    ((3, 4), (0, 0)),
+    ((3, 4), (1, -1)),
+    ((2, 3, 4), (2, 1, -1)),
+]
+
+
+@pytest.mark.parametrize("op", ["mean", "amax", "amin"])
+@pytest.mark.parametrize("shape,dim", ERROR_CASES, ids=[f"{_id(s)}-dim{_id(d)}" for s, d in ERROR_CASES])
+def test_bad_dim_raises_like_torch(device, op, shape, dim, make_input, raises_like_torch):
+    x = make_input(shape, torch.float32, device)
+    raises_like_torch(lambda: OPS[op](x, dim), lambda: TORCH[op](x, dim))
+
+
+@pytest.mark.parametrize("op", ["mean", "amax", "amin"])
+@pytest.mark.parametrize("dtype", UNSUPPORTED_DTYPES, ids=_id)
+@pytest.mark.parametrize("dim", [None, 1], ids=["full", "dim1"])
+def test_unsupported_dtype_refused_by_name(device, op, dtype, dim):
+    x = torch.randint(1, 100, (4, 5)) if dtype in (torch.uint16, torch.uint32, torch.uint64) else torch.randn(4, 5)
+    x = x.to(dtype).to(device)
+    pattern = "(?i)(" + "|".join(sorted({_id(dtype), C10_NAMES[dtype]})) + ")"
+    with pytest.raises((RuntimeError, TypeError), match=pattern):
+        _call(op, x, dim)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=_id)
+def test_mean_complex_dtype_argument(device, dtype, make_input):
+    """dtype=complex: either exactly torch.mean's result, or refused naming the dtype."""
+    x = make_input((4, 5), torch.float32, device)
+    try:
+        out = torch_reduce.mean(x, dtype=dtype)
+    except (RuntimeError, TypeError) as e:
+        assert re.search("(?i)(" + _id(dtype) + "|" + C10_NAMES[dtype] + ")", str(e)), f"error does not name {dtype}: {e}"
+        return
+    torch.testing.assert_close(out, torch.mean(x, dtype=dtype))
+
+
+# --------------------------------------------------------------------------- #
+# Determinism and poisoned memory
+# --------------------------------------------------------------------------- #
+@pytest.mark.parametrize("op", ["mean", "amax", "amin"])
+@pytest.mark.parametrize("shape,dim", [((2**20 + 3,), None), ((1024, 4099), 1), ((4099, 1024), 0), ((3, 500003), 1)], ids=_id)
+def test_deterministic(device, op, shape, dim, make_input, bitwise_equal):
+    x = make_input(shape, torch.float32, device)
+    first = _call(op, x, dim)
+    for i in range(3):
+        bitwise_equal(_call(op, x, dim), first, f"call {i + 1}")
+
+
+@pytest.mark.parametrize("op", ["mean", "amax", "amin"])
+@pytest.mark.parametrize("shape,dim", [((65537,), None), ((4099, 33), 1), ((33, 4099), 0), ((3, 2**18 + 1), 1)], ids=_id)
+def test_poisoned_memory(device, op, shape, dim, make_input, check, poison):
+    x = make_input(shape, torch.float32, device)
+    ref = torch.sum(x, dim)
+    for nbytes in (ref.numel() * 4, ref.numel() * 8, 2**20, x.numel() * 4):
+        poison(device, nbytes)
+        check(_call(op, x, dim), x, op=op, dim=dim)
+
+
+# --------------------------------------------------------------------------- #
+# Batch invariance (CUDA): each output is computed independently of the others
+# --------------------------------------------------------------------------- #
+ROW_SHAPES = [(4099, n) for n in (2, 3, 4, 5, 7, 8, 16, 17, 31, 32)] + [(4099, 33), (1024, 1025), (300, 100000)]
+COL_SHAPES = [(n, 4099) for n in (2, 3, 4, 5, 7, 8, 16, 17, 31, 32)] + [(33, 4099), (1025, 1024), (100000, 300)]
+BATCH_DTYPES = [torch.float32, torch.bfloat16, torch.float16]
+
+
+def _ks(total):
+    return sorted({1, 2, 7, 33, total // 2 + 1, total - 1} & set(range(1, total)))
+
+
+@pytest.mark.requires_cuda
+@pytest.mark.parametrize("dtype", BATCH_DTYPES, ids=_id)
+@pytest.mark.parametrize("shape", ROW_SHAPES, ids=_id)
+def test_batch_invariance_rows(cuda_device, dtype, shape, make_input, bitwise_equal):
+    """sum(x[:k], dim=1) == sum(x, dim=1)[:k] bitwise, for every k (also mean and amax)."""
+    x = make_input(shape, dtype, cuda_device)
+    full = {
+        "sum": torch_reduce.sum(x, dim=1),
+        "mean": torch_reduce.mean(x, dim=1),
+        "amax": torch_reduce.amax(x, dim=1),
+    }
+    for k in _ks(shape[0]):
+        part = x[:k]
+        bitwise_equal(torch_reduce.sum(part, dim=1), full["sum"][:k], f"sum k={k}")
+        bitwise_equal(torch_reduce.sum(part.clone(), dim=1), full["sum"][:k], f"sum k={k} (copy)")
+        bitwise_equal(torch_reduce.mean(part, dim=1), full["mean"][:k], f"mean k={k}")
+        bitwise_equal(torch_reduce.amax(part, dim=1), full["amax"][:k], f"amax k={k}")
+
+
+@pytest.mark.requires_cuda
+@pytest.mark.parametrize("dtype", BATCH_DTYPES, ids=_id)
+@pytest.mark.parametrize("shape", COL_SHAPES, ids=_id)
+def test_batch_invariance_columns(cuda_device, dtype, shape, make_input, bitwise_equal):
+    """sum(x[:, :k], 0) == sum(x, 0)[:k] bitwise, for every k (strided slice and contiguous copy)."""
+    x = make_input(shape, dtype, cuda_device)
+    full = torch_reduce.sum(x, 0)
+    full_mean = torch_reduce.mean(x, 0)
+    for k in _ks(shape[1]):
+        part = x[:, :k]
+        bitwise_equal(torch_reduce.sum(part, 0), full[:k], f"sum k={k}")
+        bitwise_equal(torch_reduce.sum(part.contiguous(), 0), full[:k], f"sum k={k} (contiguous copy)")
+        bitwise_equal(torch_reduce.mean(part, 0), full_mean[:k], f"mean k={k}")
+
+
+@pytest.mark.requires_cuda
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=_id)
+def test_batch_invariance_3d(cuda_device, dtype, make_input, bitwise_equal):
+    """A (batch, tokens, hidden) activation reduced over hidden: per-token results do not depend on the batch size."""
+    x = make_input((16, 77, 4096), dtype, cuda_device)
+    full = torch_reduce.sum(x, -1)
+    full_mean = torch_reduce.mean(x, -1, keepdim=True)
+    for b in (1, 3, 8, 15):
+        bitwise_equal(torch_reduce.sum(x[:b], -1), full[:b], f"batch {b}")
+        bitwise_equal(torch_reduce.mean(x[:b], -1, keepdim=True), full_mean[:b], f"mean batch {b}")
+    bitwise_equal(torch_reduce.sum(x[:, :5], -1), full[:, :5], "first 5 tokens")

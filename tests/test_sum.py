@@ -1,0 +1,739 @@
+"""torch_reduce.sum against torch.sum: the specification of the sum op.
+
+Every result must equal torch.sum's in dtype, shape and device, and in value:
+exactly for integer and bool results, within a tolerance of the float64
+reduction for floating results (see conftest.assert_matches_reference).
+Tests taking `device` run on cpu and cuda (cuda skipped, with the reason,
+without a GPU or a CUDA build).
+"""
+
+import pytest
+import torch
+
+import torch_reduce
+
+FLOAT_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+INT_DTYPES = [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64]
+ALL_DTYPES = FLOAT_DTYPES + INT_DTYPES + [torch.bool]
+UNSUPPORTED_DTYPES = [
+    torch.complex64,
+    torch.complex128,
+    torch.float8_e4m3fn,
+    torch.float8_e5m2,
+    torch.uint16,
+    torch.uint32,
+    torch.uint64,
+]
+SIZES = [0, 1, 31, 32, 33, 1023, 1025, 4099, 65537, 2**20 + 3]
+
+
+def _id(v):
+    if isinstance(v, torch.dtype):
+        return str(v).replace("torch.", "")
+    if isinstance(v, str):
+        return v
+    return repr(v).replace(" ", "")
+
+
+dtypes = pytest.mark.parametrize("dtype", ALL_DTYPES, ids=_id)
+float_dtypes = pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=_id)
+keepdims = pytest.mark.parametrize("keepdim", [False, True], ids=["nokeep", "keepdim"])
+
+
+# --------------------------------------------------------------------------- #
+# Full reductions over sizes that straddle warp/block/vector boundaries
+# --------------------------------------------------------------------------- #
+@dtypes
+@pytest.mark.parametrize("size", SIZES)
+def test_full_sum_sizes(device, dtype, size, make_input, check):
+    x = make_input(size, dtype, device)
+    check(torch_reduce.sum(x), x)
+
+
+@dtypes
+@pytest.mark.parametrize("shape", [(1025, 33), (2, 3, 4, 5), (7, 1, 4099)], ids=_id)
+def test_full_sum_multidim(device, dtype, shape, make_input, check):
+    x = make_input(shape, dtype, device)
+    check(torch_reduce.sum(x), x)
+    check(torch_reduce.sum(x, keepdim=True), x, keepdim=True)  # dim=None, keepdim: all dims kept as 1
+
+
+def test_call_forms(device, make_input, check):
+    """The raw op and the wrapper accept torch.sum's argument forms."""
+    x = make_input((3, 4, 5), torch.float32, device)
+    ops = torch.ops.torch_reduce
+    check(ops.sum(x), x)
+    check(ops.sum(x, [0, 2], True), x, dim=(0, 2), keepdim=True)
+    check(ops.sum(x, dtype=torch.float64), x, dtype=torch.float64)
+    check(ops.sum.default(x, [1]), x, dim=1)
+    check(torch_reduce.sum(x, 1), x, dim=1)
+    check(torch_reduce.sum(x, dim=-1, keepdim=True), x, dim=-1, keepdim=True)
+    check(torch_reduce.sum(x, (0, 2)), x, dim=(0, 2))
+    check(torch_reduce.sum(x, [2, 0], keepdim=True), x, dim=[2, 0], keepdim=True)
+    check(torch_reduce.sum(x, dtype=torch.float64), x, dtype=torch.float64)
+    check(torch_reduce.sum(x, dim=None, keepdim=False, dtype=None), x)
+
+
+# --------------------------------------------------------------------------- #
+# Reductions over dims
+# --------------------------------------------------------------------------- #
+DIM_CASES = [
+    ((5,), 0),
+    ((5,), -1),
+    ((5,), (0,)),
+    ((3, 4), 0),
+    ((3, 4), 1),
+    ((3, 4), -1),
+    ((3, 4), -2),
+    ((3, 4), (0, 1)),
+    ((3, 4), (-1, -2)),
+    ((3, 4), []),
+    ((3, 4), ()),
+    ((2, 3, 4), 1),
+    ((2, 3, 4), (0, 2)),
+    ((2, 3, 4), [2, 0]),
+    ((2, 3, 4), (1, 2)),
+    ((2, 3, 4), (0, 1)),
+    ((2, 3, 4, 5), (1, 3)),
+    ((2, 3, 4, 5), (0, 2, 3)),
+    ((2, 3, 4, 5), -3),
+    ((7, 1, 5), 1),
+    ((7, 1, 5), (0, 2)),
+    ((1, 1), 0),
+    ((33, 1025), 0),
+    ((33, 1025), 1),
+    ((1025, 33), 0),
+    ((1025, 33), 1),
+    ((4099, 3), 0),
+    ((3, 4099), 1),
+    ((1000, 2), 1),
+    ((2, 1000), 0),
+    ((5, 31, 33), (0, 2)),
+    ((17, 19, 23), 1),
+]
+
+
+@dtypes
+@keepdims
+@pytest.mark.parametrize("shape,dim", DIM_CASES, ids=[f"{_id(s)}-dim{_id(d)}" for s, d in DIM_CASES])
+def test_sum_dims(device, dtype, shape, dim, keepdim, make_input, check):
+    x = make_input(shape, dtype, device)
+    check(torch_reduce.sum(x, dim, keepdim), x, dim=dim, keepdim=keepdim)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32, torch.bool], ids=_id)
+@pytest.mark.parametrize(
+    "shape,dim",
+    [((300, 4099), 1), ((4099, 300), 0), ((65537, 2), 1), ((2, 65537), 0), ((64, 33, 257), (0, 2)), ((3, 2**20 + 3), 1)],
+    ids=_id,
+)
+def test_sum_dims_large(device, dtype, shape, dim, make_input, check):
+    x = make_input(shape, dtype, device)
+    check(torch_reduce.sum(x, dim), x, dim=dim)
+
+
+# --------------------------------------------------------------------------- #
+# 0-dim and empty tensors
+# --------------------------------------------------------------------------- #
+@dtypes
+@keepdims
+@pytest.mark.parametrize("dim", [None, 0, -1, (0,), [], (-1,)], ids=_id)
+def test_zero_dim_tensor(device, dtype, dim, keepdim, make_input, check):
+    x = make_input((), dtype, device)
+    check(torch_reduce.sum(x, dim, keepdim), x, dim=dim, keepdim=keepdim)
+
+
+EMPTY_CASES = [
+    ((0,), None),
+    ((0,), 0),
+    ((0, 3), None),
+    ((0, 3), 0),
+    ((0, 3), 1),
+    ((3, 0), 0),
+    ((3, 0), 1),
+    ((3, 0), -1),
+    ((2, 0, 4), (0, 2)),
+    ((2, 0, 4), 1),
+    ((2, 0, 4), []),
+    ((0, 0), (0, 1)),
+]
+
+
+@dtypes
+@keepdims
+@pytest.mark.parametrize("shape,dim", EMPTY_CASES, ids=[f"{_id(s)}-dim{_id(d)}" for s, d in EMPTY_CASES])
+def test_empty(device, dtype, shape, dim, keepdim, make_input, check):
+    """An empty reduction is 0 (an empty output is empty), with torch's dtype and shape."""
+    x = make_input(shape, dtype, device)
+    out = torch_reduce.sum(x, dim, keepdim)
+    check(out, x, dim=dim, keepdim=keepdim)
+    if out.numel():
+        assert (out == 0).all()
+
+
+# --------------------------------------------------------------------------- #
+# Layouts: non-contiguous, transposed, sliced, misaligned, expanded, channels_last
+# --------------------------------------------------------------------------- #
+LAYOUTS = {
+    "transposed": ((33, 65), lambda t: t.t()),
+    "permuted_3d": ((4, 5, 6), lambda t: t.permute(2, 0, 1)),
+    "column_step": ((64, 70), lambda t: t[:, ::3]),
+    "row_step": ((70, 64), lambda t: t[::2]),
+    "misaligned_1d": ((4100,), lambda t: t[1:]),
+    "misaligned_1d_both_ends": ((1030,), lambda t: t[3:-2]),
+    "misaligned_2d": ((33, 67), lambda t: t[1:, 1:]),
+    "misaligned_large": ((2**17 + 9,), lambda t: t[5:]),
+    "expanded_rows": ((1, 100), lambda t: t.expand(64, 100)),
+    "expanded_cols": ((64, 1), lambda t: t.expand(64, 100)),
+    "expanded_middle": ((5, 1, 7), lambda t: t.expand(5, 9, 7)),
+    "expanded_scalar": ((), lambda t: t.expand(1025)),
+    "channels_last": ((2, 3, 5, 7), lambda t: t.contiguous(memory_format=torch.channels_last)),
+    "channels_last_3d": ((2, 3, 4, 5, 6), lambda t: t.contiguous(memory_format=torch.channels_last_3d)),
+    "diagonal": ((50, 50), lambda t: t.diagonal()),
+    "overlapping_windows": ((100,), lambda t: t.unfold(0, 10, 3)),
+    "transposed_slice": ((40, 50), lambda t: t[2:, 3:].t()),
+}
+
+
+def _layout_dims(ndim):
+    dims = [None, 0, -1]
+    if ndim >= 2:
+        dims.append((0, ndim - 1))
+    if ndim >= 3:
+        dims += [1, tuple(range(1, ndim))]
+    return dims
+
+
+LAYOUT_CASES = [(name, dim) for name, (shape, f) in LAYOUTS.items() for dim in _layout_dims(f(torch.empty(shape)).dim())]
+
+
+@dtypes
+@pytest.mark.parametrize("layout,dim", LAYOUT_CASES, ids=[f"{n}-dim{_id(d)}" for n, d in LAYOUT_CASES])
+def test_layouts(device, dtype, layout, dim, make_input, check):
+    shape, view = LAYOUTS[layout]
+    x = view(make_input(shape, dtype, device))
+    assert layout.startswith("channels_last") or not x.is_contiguous() or x.dim() == 1
+    check(torch_reduce.sum(x, dim), x, dim=dim)
+    check(torch_reduce.sum(x, dim, keepdim=True), x, dim=dim, keepdim=True)
+
+
+@pytest.mark.parametrize("offset", range(1, 9))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int8, torch.bool], ids=_id)
+def test_every_misalignment(device, dtype, offset, make_input, check):
+    """Heads that are not 16-byte aligned and tails that are not a multiple of the vector width."""
+    base = make_input(4099 + 16, dtype, device)
+    x = base[offset : offset + 4099 - offset]
+    check(torch_reduce.sum(x), x)
+    rows = base[offset : offset + 16 * 255].view(16, 255)
+    check(torch_reduce.sum(rows, 1), rows, dim=1)
+
+
+# --------------------------------------------------------------------------- #
+# The dtype= argument: whatever torch.sum accepts must match
+# --------------------------------------------------------------------------- #
+def _input_for_cast(shape, in_dtype, out_dtype, device, make_input):
+    if out_dtype.is_floating_point and not in_dtype.is_floating_point and in_dtype != torch.bool:
+        # Small integers, so that the cast to float16/bfloat16 is finite.
+        lo = 0 if in_dtype == torch.uint8 else -100
+        return make_input(shape, in_dtype, device, low=lo, high=100)
+    return make_input(shape, in_dtype, device)
+
+
+DTYPE_PAIRS = [(a, b) for a in ALL_DTYPES for b in ALL_DTYPES]
+
+
+@pytest.mark.parametrize("dim", [None, 1], ids=["full", "dim1"])
+@pytest.mark.parametrize("in_dtype,out_dtype", DTYPE_PAIRS, ids=[f"{_id(a)}->{_id(b)}" for a, b in DTYPE_PAIRS])
+def test_dtype_argument(device, in_dtype, out_dtype, dim, make_input, check, raises_like_torch):
+    x = _input_for_cast((10, 50), in_dtype, out_dtype, device, make_input)
+    try:
+        torch.sum(x, dim, dtype=out_dtype)
+    except Exception:
+        raises_like_torch(lambda: torch_reduce.sum(x, dim, dtype=out_dtype), lambda: torch.sum(x, dim, dtype=out_dtype))
+        return
+    check(torch_reduce.sum(x, dim, dtype=out_dtype), x, dim=dim, dtype=out_dtype)
+
+
+@pytest.mark.parametrize(
+    "in_dtype,out_dtype",
+    [
+        (torch.float16, torch.float32),
+        (torch.bfloat16, torch.float32),
+        (torch.int32, torch.float32),
+        (torch.float32, torch.float64),
+        (torch.int32, torch.int8),
+        (torch.int64, torch.int16),
+        (torch.float32, torch.bool),
+        (torch.int32, torch.bool),
+    ],
+    ids=lambda v: _id(v),
+)
+@pytest.mark.parametrize("size", [1025, 65537])
+def test_dtype_argument_large(device, in_dtype, out_dtype, size, make_input, check):
+    x = _input_for_cast((size,), in_dtype, out_dtype, device, make_input)
+    check(torch_reduce.sum(x, dtype=out_dtype), x, dtype=out_dtype)
+    x2 = x[: size - size % 5].view(5, -1)
+    check(torch_reduce.sum(x2, 1, dtype=out_dtype), x2, dim=1, dtype=out_dtype)
+    check(torch_reduce.sum(x2, 0, dtype=out_dtype), x2, dim=0, dtype=out_dtype)
+
+
+def test_dtype_argument_accumulates_in_requested_dtype(device):
+    """sum(x, dtype=float64) of float32 data is computed in float64 (not in float32 then cast)."""
+    n = 4099
+    x = torch.ones(n, dtype=torch.float32, device=device)
+    x[0] = 2.0**25  # 2^25 + 1 is not representable in float32
+    out = torch_reduce.sum(x, dtype=torch.float64)
+    assert out.dtype == torch.float64
+    assert out.item() == 2.0**25 + n - 1
+    out = torch_reduce.sum(x.view(1, n), 1, dtype=torch.float64)
+    assert out.item() == 2.0**25 + n - 1
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=_id)
+def test_half_accumulates_in_float32(device, dtype):
+    """float16/bfloat16 are accumulated in float32 (like torch.sum) and rounded once."""
+    n = 4096
+    x = torch.ones(n, dtype=dtype, device=device)  # a half accumulator sticks at 2048 (fp16) / 256 (bf16)
+    out = torch_reduce.sum(x)
+    assert out.dtype == dtype
+    assert out.item() == float(torch.sum(x).item()) == 4096.0
+    assert torch_reduce.sum(x.view(2, n // 2), 1).tolist() == [2048.0, 2048.0]
+    assert torch_reduce.sum(x, dtype=torch.float32).item() == 4096.0
+
+
+def test_half_overflow(device, check):
+    """A float16 sum beyond 65504 is inf like torch.sum; dtype=float32 gives the finite value."""
+    x = torch.full((1025,), 100.0, dtype=torch.float16, device=device)
+    out = torch_reduce.sum(x)
+    assert torch.isinf(out) and out > 0 and torch.isinf(torch.sum(x))
+    check(torch_reduce.sum(x, dtype=torch.float32), x, dtype=torch.float32)
+    assert torch_reduce.sum(x, dtype=torch.float32).item() == 102500.0
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=_id)
+def test_every_half_bit_pattern_converts_exactly(device, dtype):
+    """All 65536 float16 / bfloat16 values (subnormals, infinities, NaNs included) are
+    widened exactly: rows [x, -0.0] summed into float32 give x itself, and back in the
+    input dtype x again (the sign of a zero aside: 0.0 + -0.0 is +0.0, as in torch)."""
+    x = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(dtype).to(device)
+    rows = torch.stack([x, torch.full_like(x, -0.0)], 1)
+    exact = dict(rtol=0, atol=0, equal_nan=True)
+    torch.testing.assert_close(torch_reduce.sum(rows, 1, dtype=torch.float32), x.float(), **exact)
+    torch.testing.assert_close(torch_reduce.sum(rows, 1), x, **exact)
+    torch.testing.assert_close(torch_reduce.sum(x.view(-1, 1), 1, dtype=torch.float32), x.float(), **exact)
+    torch.testing.assert_close(torch_reduce.sum(rows.t(), 0, dtype=torch.float32), x.float(), **exact)
+    # Subnormals only: their float32 sum is exact.
+    sub = x[(x.abs() < torch.finfo(dtype).tiny) & (x != 0)]
+    assert torch_reduce.sum(sub, dtype=torch.float32).item() == sub.double().sum().item()
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=_id)
+def test_float_overflow_is_inf(device, dtype, check):
+    """A sum beyond the output dtype's range is +-inf, like torch.sum."""
+    big = torch.finfo(dtype).max / 2
+    x = torch.full((1025,), big, dtype=dtype, device=device)
+    x[::2] *= 0.75
+    check(torch_reduce.sum(x), x)
+    assert torch.isposinf(torch_reduce.sum(x)) and torch.isneginf(torch_reduce.sum(-x))
+    check(torch_reduce.sum(x.view(5, 205), 1), x.view(5, 205), dim=1)
+
+
+# --------------------------------------------------------------------------- #
+# Integer results: int64 accumulation and wrap-around
+# --------------------------------------------------------------------------- #
+def _wrap64(v):
+    v %= 2**64
+    return v - 2**64 if v >= 2**63 else v
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES + [torch.bool], ids=_id)
+@pytest.mark.parametrize("size", [1025, 65537])
+def test_integer_sum_is_int64_without_overflow(device, dtype, size):
+    """Integral inputs sum in int64: no wrap at the input's width."""
+    top = True if dtype == torch.bool else torch.iinfo(dtype).max
+    x = torch.full((size,), top, dtype=dtype, device=device)
+    out = torch_reduce.sum(x)
+    assert out.dtype == torch.int64
+    assert out.item() == _wrap64(int(top) * size)  # int64 itself wraps
+    out = torch_reduce.sum(x.view(1, size), 1)
+    assert out.dtype == torch.int64 and out.item() == _wrap64(int(top) * size)
+    if dtype != torch.bool and torch.iinfo(dtype).min < 0:
+        low = torch.iinfo(dtype).min
+        y = torch.full((size,), low, dtype=dtype, device=device)
+        assert torch_reduce.sum(y).item() == _wrap64(low * size)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [2**62] * 5 + [-3],
+        [2**63 - 1, 1],
+        [-(2**63), -1],
+        [2**63 - 1] * 1025,
+        [-(2**63)] * 33 + [7] * 4099,
+    ],
+    ids=["5x2^62", "max+1", "min-1", "1025xmax", "33xmin"],
+)
+def test_int64_wraps_around(device, values):
+    x = torch.tensor(values, dtype=torch.int64, device=device)
+    out = torch_reduce.sum(x)
+    assert out.item() == _wrap64(sum(values)) == torch.sum(x).item()
+    out = torch_reduce.sum(x.view(1, -1), 1)
+    assert out.item() == _wrap64(sum(values))
+
+
+def test_int64_random_full_range(device, make_input, check):
+    """Full-range int64 values: the exact modular sum, in any order."""
+    x = make_input((65537,), torch.int64, device)
+    check(torch_reduce.sum(x), x)
+    y = x[:65536].view(256, 256)
+    check(torch_reduce.sum(y, 0), y, dim=0)
+    check(torch_reduce.sum(y, 1), y, dim=1)
+
+
+# --------------------------------------------------------------------------- #
+# NaN and Inf
+# --------------------------------------------------------------------------- #
+@float_dtypes
+@pytest.mark.parametrize("size", [33, 1025, 65537])
+@pytest.mark.parametrize("special", ["nan", "inf", "-inf", "inf-inf", "nan+inf"])
+def test_nan_inf_propagation(device, dtype, size, special, make_input, check):
+    x = make_input(size, dtype, device)
+    pos = torch.randperm(size)[:2].tolist()
+    first, second = {
+        "nan": (float("nan"), None),
+        "inf": (float("inf"), None),
+        "-inf": (float("-inf"), None),
+        "inf-inf": (float("inf"), float("-inf")),
+        "nan+inf": (float("nan"), float("inf")),
+    }[special]
+    x[pos[0]] = first
+    if second is not None:
+        x[pos[1]] = second
+    out = torch_reduce.sum(x)
+    check(out, x)
+    # The same in a dim reduction: only the row holding the special value is affected.
+    rows = x[: size - size % 3].view(3, -1)
+    check(torch_reduce.sum(rows, 1), rows, dim=1)
+    check(torch_reduce.sum(rows, 0), rows, dim=0)
+
+
+@float_dtypes
+def test_nan_in_one_output_only(device, dtype, make_input, check):
+    x = make_input((8, 1025), dtype, device)
+    x[3, 700] = float("nan")
+    x[5, 0] = float("inf")
+    out = torch_reduce.sum(x, 1)
+    check(out, x, dim=1)
+    assert torch.isnan(out[3]) and torch.isinf(out[5]) and torch.isfinite(out[[0, 1, 2, 4, 6, 7]]).all()
+
+
+# --------------------------------------------------------------------------- #
+# Errors: like torch.sum's
+# --------------------------------------------------------------------------- #
+ERROR_CASES = [
+    ((3, 4), 2),
+    ((3, 4), -3),
+    ((3, 4), (0, 2)),
+    ((5,), 1),
+    ((5,), -2),
+    ((), 1),
+    ((), -2),
+    ((0, 3), 2),
+    ((3, 4), (0, 0)),
+    ((3, 4), (0, -2)),
+    ((3, 4), [1, 1]),
+    ((2, 3, 4), (2, 1, -1)),
+    ((), (0, 0)),
+    ((), (0, -1)),
+]
+
+
+@pytest.mark.parametrize("shape,dim", ERROR_CASES, ids=[f"{_id(s)}-dim{_id(d)}" for s, d in ERROR_CASES])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32], ids=_id)
+def test_bad_dim_raises_like_torch(device, dtype, shape, dim, make_input, raises_like_torch):
+    """Out-of-range dims raise IndexError, repeated dims RuntimeError: torch.sum's errors."""
+    x = make_input(shape, dtype, device)
+    raises_like_torch(lambda: torch_reduce.sum(x, dim), lambda: torch.sum(x, dim))
+    raises_like_torch(lambda: torch.ops.torch_reduce.sum(x, list(dim) if isinstance(dim, tuple) else [dim]), lambda: torch.sum(x, dim))
+
+
+def _names_dtype(dtype):
+    names = {str(dtype).replace("torch.", "")}
+    names.add(
+        {
+            torch.complex64: "ComplexFloat",
+            torch.complex128: "ComplexDouble",
+            torch.float8_e4m3fn: "Float8_e4m3fn",
+            torch.float8_e5m2: "Float8_e5m2",
+            torch.uint16: "UInt16",
+            torch.uint32: "UInt32",
+            torch.uint64: "UInt64",
+        }[dtype]
+    )
+    return "(?i)(" + "|".join(sorted(names)) + ")"
+
+
+def _unsupported_input(dtype, device, shape=(4, 5)):
+    x = torch.randn(shape)
+    if dtype in (torch.uint16, torch.uint32, torch.uint64):
+        x = torch.randint(1, 100, shape)
+    return x.to(dtype).to(device)
+
+
+@pytest.mark.parametrize("dtype", UNSUPPORTED_DTYPES, ids=_id)
+@pytest.mark.parametrize("dim", [None, 1], ids=["full", "dim1"])
+def test_unsupported_dtype_refused_by_name(device, dtype, dim):
+    x = _unsupported_input(dtype, device)
+    with pytest.raises((RuntimeError, TypeError), match=_names_dtype(dtype)):
+        torch_reduce.sum(x, dim)
+    with pytest.raises((RuntimeError, TypeError), match=_names_dtype(dtype)):
+        torch.ops.torch_reduce.sum(x, None if dim is None else [dim])
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=_id)
+def test_complex_dtype_argument(device, dtype, make_input):
+    """dtype=complex: either exactly torch.sum's result, or refused naming the dtype."""
+    x = make_input((4, 5), torch.float32, device)
+    try:
+        out = torch_reduce.sum(x, dtype=dtype)
+    except (RuntimeError, TypeError) as e:
+        import re
+
+        assert re.search(_names_dtype(dtype), str(e)), f"error does not name {dtype}: {e}"
+        return
+    torch.testing.assert_close(out, torch.sum(x, dtype=dtype))
+
+
+# --------------------------------------------------------------------------- #
+# Result properties
+# --------------------------------------------------------------------------- #
+@dtypes
+def test_result_is_a_new_tensor(device, dtype, make_input):
+    """Output dtype/shape/device are torch's; the input is left untouched."""
+    x = make_input((6, 7), dtype, device)
+    before = x.clone()
+    for dim in (None, 0, 1):
+        out = torch_reduce.sum(x, dim)
+        ref = torch.sum(x, dim)
+        assert (out.dtype, out.shape, out.device) == (ref.dtype, ref.shape, ref.device)
+        if out.numel() > 0 and x.numel() > 0:
+            assert out.data_ptr() != x.data_ptr()
+    assert torch.equal(x, before)
+
+
+# --------------------------------------------------------------------------- #
+# Determinism, poisoned memory (cpu and cuda)
+# --------------------------------------------------------------------------- #
+DETERMINISM_CASES = [
+    ((2**20 + 3,), None),
+    ((1024, 4099), 1),
+    ((4099, 1024), 0),
+    ((3, 500003), 1),
+    ((500003, 3), 1),
+    ((64, 33, 257), (0, 2)),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64], ids=_id)
+@pytest.mark.parametrize("shape,dim", DETERMINISM_CASES, ids=[f"{_id(s)}-dim{_id(d)}" for s, d in DETERMINISM_CASES])
+def test_deterministic(device, dtype, shape, dim, make_input, bitwise_equal):
+    """The same input gives bitwise the same result on every call."""
+    x = make_input(shape, dtype, device)
+    first = torch_reduce.sum(x, dim)
+    for i in range(5):
+        bitwise_equal(torch_reduce.sum(x, dim), first, f"call {i + 1}")
+    # A copy of the input at another address gives the same bits too.
+    bitwise_equal(torch_reduce.sum(x.clone(), dim), first, "copy of the input")
+
+
+POISON_CASES = [
+    ((2**20 + 3,), None, torch.float32),
+    ((1025,), None, torch.float16),
+    ((65537,), None, torch.int32),
+    ((4099, 33), 1, torch.float32),
+    ((33, 4099), 0, torch.float32),
+    ((3, 2**18 + 1), 1, torch.bfloat16),
+    ((2**18 + 1, 3), 0, torch.float32),
+    ((257, 255), 1, torch.int8),
+    ((64, 33, 257), (0, 2), torch.float32),
+]
+
+
+@pytest.mark.parametrize(
+    "shape,dim,dtype", POISON_CASES, ids=[f"{_id(s)}-dim{_id(d)}-{_id(t)}" for s, d, t in POISON_CASES]
+)
+def test_poisoned_memory(device, shape, dim, dtype, make_input, check, poison):
+    """Outputs and temporaries never read uninitialised memory: the caching allocator is
+    filled with NaN (all-ones) bytes of the output's size, and of larger workspaces, first."""
+    x = make_input(shape, dtype, device)
+    ref = torch.sum(x, dim)
+    out_bytes = max(ref.numel(), 1) * 8
+    for nbytes in (out_bytes, 4 * out_bytes, 2**20, 2**22, x.numel() * x.element_size()):
+        poison(device, nbytes)
+        out = torch_reduce.sum(x, dim)
+        check(out, x, dim=dim)
+
+
+# --------------------------------------------------------------------------- #
+# CUDA only: streams, no host sync, > 2^31 elements
+# --------------------------------------------------------------------------- #
+@pytest.mark.requires_cuda
+@pytest.mark.parametrize("dim", [None, 1, 0], ids=["full", "dim1", "dim0"])
+def test_runs_on_current_stream(cuda_device, dim, make_input, check, poison):
+    """The kernels run on the current (non-default) stream: the input is written on a
+    side stream behind a long sleep, and the reduction, queued on the same stream,
+    must see the written data (a launch on another stream would read poison)."""
+    src = make_input((512, 4099), torch.float32, cuda_device)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        poison(cuda_device, src.numel() * 4)  # the side stream's pool now holds NaN blocks
+        torch.cuda._sleep(200_000_000)  # ~0.1 s of GPU time
+        x = src * 1.0  # allocated now, written after the sleep
+        out = torch_reduce.sum(x, dim)
+        assert torch.cuda.current_stream() == s
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    check(out, src, dim=dim)
+
+
+@pytest.mark.requires_cuda
+def test_no_host_synchronisation(cuda_device, make_input):
+    """No synchronising CUDA call on the host (torch's sync debug mode raises on one)."""
+    x = make_input((1024, 1025), torch.float32, cuda_device)
+    torch.cuda.synchronize()
+    prev = torch.cuda.get_sync_debug_mode()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        torch_reduce.sum(x)
+        torch_reduce.sum(x, 1)
+        torch_reduce.sum(x, 0, keepdim=True)
+        torch_reduce.sum(x.half(), dtype=torch.float32)
+        torch_reduce.sum(x.to(torch.int8))
+        torch_reduce.sum(x.t())
+    finally:
+        torch.cuda.set_sync_debug_mode(prev)
+
+
+@pytest.mark.requires_cuda
+def test_runs_on_the_tensors_device(cuda_device, make_input, check):
+    """With several GPUs, the op runs on the input's device, not the current one."""
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs 2 GPUs (device guard test)")
+    x = make_input((4099, 33), torch.float32, "cuda:1")
+    with torch.cuda.device(0):
+        out = torch_reduce.sum(x)
+        out1 = torch_reduce.sum(x, 1)
+    assert out.device == x.device and out1.device == x.device
+    check(out, x)
+    check(out1, x, dim=1)
+
+
+def _chunked_reference(x, chunk=2**28):
+    """(sum, sum|x|) of a huge 1-D tensor, as float64 (floats) or int64 (integers)."""
+    acc = torch.float64 if x.dtype.is_floating_point else torch.int64
+    total = torch.zeros((), dtype=acc, device=x.device)
+    mag = torch.zeros((), dtype=acc, device=x.device)
+    for i in range(0, x.numel(), chunk):
+        c = x[i : i + chunk].to(acc)
+        total += c.sum()
+        mag += c.abs().sum()
+    return total.item(), mag.item()
+
+
+HUGE = 2**31 + 5
+
+
+@pytest.mark.requires_cuda
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", [torch.int8, torch.bool, torch.uint8], ids=_id)
+def test_more_than_2_31_elements_integral(cuda_device, dtype, need_cuda_memory):
+    need_cuda_memory(HUGE * 3 + 2**30)
+    if dtype == torch.bool:
+        x = torch.randint(0, 2, (HUGE,), dtype=torch.bool, device=cuda_device)
+    elif dtype == torch.uint8:
+        x = torch.randint(0, 256, (HUGE,), dtype=torch.uint8, device=cuda_device)
+    else:
+        x = torch.randint(-128, 128, (HUGE,), dtype=torch.int8, device=cuda_device)
+    x[-1] = 1  # the last element, beyond 2^31, is counted
+    expected, _ = _chunked_reference(x)
+    out = torch_reduce.sum(x)
+    assert out.dtype == torch.int64 and out.item() == expected
+    x[-1] = 0 if dtype == torch.bool else 100
+    expected2, _ = _chunked_reference(x)
+    assert torch_reduce.sum(x).item() == expected2 != expected
+
+
+@pytest.mark.requires_cuda
+@pytest.mark.slow
+def test_more_than_2_31_elements_float16(cuda_device, need_cuda_memory):
+    need_cuda_memory(HUGE * 6 + 2**31)
+    # Small values so that the total stays far inside float16's range.
+    r = torch.rand(HUGE, device=cuda_device, dtype=torch.float32)
+    x = r.sub_(0.5).mul_(0.25).half()
+    del r
+    x[-1] = 1000.0
+    ref, mag = _chunked_reference(x)
+    out = torch_reduce.sum(x)
+    assert out.dtype == torch.float16
+    tol = torch.finfo(torch.float16).eps * abs(ref) + 8 * torch.finfo(torch.float32).eps * mag
+    assert abs(out.item() - ref) <= tol, f"got {out.item()}, float64 reference {ref}, tol {tol}"
+    out32 = torch_reduce.sum(x, dtype=torch.float32)
+    assert abs(out32.item() - ref) <= 8 * torch.finfo(torch.float32).eps * mag + 1e-3
+
+
+@pytest.mark.requires_cuda
+@pytest.mark.slow
+def test_more_than_2_31_reduced_dim(cuda_device, need_cuda_memory):
+    """A reduced dim longer than 2^31 (2 rows of 2^31+5 int8)."""
+    need_cuda_memory(2 * HUGE * 2 + 2**30)
+    x = torch.randint(-128, 128, (2, HUGE), dtype=torch.int8, device=cuda_device)
+    expected = [_chunked_reference(x[i])[0] for i in range(2)]
+    out = torch_reduce.sum(x, 1)
+    assert out.dtype == torch.int64 and out.tolist() == expected
+    out0 = torch_reduce.sum(x.t(), 0)  # the same, seen as columns
+    assert out0.tolist() == expected
+
+
+@pytest.mark.requires_cuda
+@pytest.mark.slow
+def test_more_than_2_31_outputs(cuda_device, need_cuda_memory):
+    """Outputs of more than 2^31 elements: int8 pairs summed along the last dim (rows),
+    and a (2, 2^31+5) tensor summed over dim 0 (columns)."""
+    need_cuda_memory(HUGE * 2 + HUGE * 8 + 2**33)
+    chunk = 2**28
+    x = torch.randint(-128, 128, (HUGE, 2), dtype=torch.int8, device=cuda_device)
+    out = torch_reduce.sum(x, 1)
+    assert out.dtype == torch.int64 and out.shape == (HUGE,)
+    for i in range(0, HUGE, chunk):
+        assert torch.equal(out[i : i + chunk], x[i : i + chunk].long().sum(1)), f"rows {i}.."
+    del x, out
+    y = torch.randint(-128, 128, (2, HUGE), dtype=torch.int8, device=cuda_device)
+    out = torch_reduce.sum(y, 0)
+    assert out.dtype == torch.int64 and out.shape == (HUGE,)
+    for i in range(0, HUGE, chunk):
+        assert torch.equal(out[i : i + chunk], y[:, i : i + chunk].long().sum(0)), f"columns {i}.."
+
+
+# --------------------------------------------------------------------------- #
+# The process-wide default algorithm never changes the semantics
+# --------------------------------------------------------------------------- #
+@pytest.mark.parametrize("name", torch_reduce.algorithms())
+def test_default_algorithm_keeps_torch_semantics(device, name, make_input, check, raises_like_torch):
+    """Under use_algorithm(name): full reductions of CUDA tensors may take that kernel,
+    everything else (CPU tensors, dim reductions) the default path; the results and
+    errors stay torch.sum's, and the setting is restored on exit."""
+    before = torch_reduce.get_default_algorithm()
+    x = make_input((33, 1025), torch.float32, device)
+    xi = make_input((4099,), torch.int8, device)
+    with torch_reduce.use_algorithm(name):
+        assert torch_reduce.get_default_algorithm() == name
+        check(torch_reduce.sum(x), x)
+        check(torch_reduce.sum(x, (0, 1)), x, dim=(0, 1))
+        check(torch_reduce.sum(x, [-1, 0], keepdim=True), x, dim=[-1, 0], keepdim=True)
+        check(torch_reduce.sum(x, 1), x, dim=1)
+        check(torch_reduce.sum(xi), xi)
+        for bad in [(0, 1, 1), (0, -2, 1), 2, (0, 2)]:
+            raises_like_torch(lambda: torch_reduce.sum(x, bad), lambda: torch.sum(x, bad))
+    assert torch_reduce.get_default_algorithm() == before
