@@ -33,7 +33,8 @@ for step in "${steps[@]}"; do
     build)
       run build python3 -m pip install -v --no-build-isolation --no-deps -e . ;;
     tests)
-      run tests python3 -m pytest -q -rs -p no:cacheprovider tests ;;
+      # Workers in separate processes: a crash fails one test, not the run.
+      run tests python3 -m pytest -q -rs -n 4 -p no:cacheprovider tests ;;
     sanitize)
       for tool in memcheck racecheck synccheck initcheck; do
         run "sanitize_$tool" compute-sanitizer --tool "$tool" --error-exitcode 9 python3 scripts/sanitizer_workload.py
@@ -42,8 +43,10 @@ for step in "${steps[@]}"; do
       run bench_sum python3 benchmarks/bench_sum.py
       run bench_ladder python3 benchmarks/bench_ladder.py
       run bench_dims python3 benchmarks/bench_dims.py
-      cp benchmarks/results/* "$OUT/" 2>/dev/null ;;
+      cp benchmarks/results/*_h100.* benchmarks/results/*_h200.* "$OUT/" 2>/dev/null ;;
     *) echo "unknown step $step"; status=1 ;;
   esac
 done
+# The device tool brings back only a few files: pack the logs into one.
+tar -czf "$OUT/logs.tgz" -C "$OUT" $(cd "$OUT" && ls *.log) && rm -f "$OUT"/*.log
 exit $status

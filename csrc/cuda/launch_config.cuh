@@ -43,9 +43,15 @@ inline int64_t split_row_tiles(int64_t row_length, int element_bytes) {
   return std::max<int64_t>(1, ceil_div(vectors, kSplitTileVectors));
 }
 
+// Up to this many tiles, one block reading them in turn beats splitting: the
+// combine step costs more (about three L2 round trips) than a second tile.
+constexpr int64_t kSingleBlockTiles = 2;
+
 // A full reduction fills the device once: at most one wave of resident blocks.
 inline int64_t full_reduction_splits(int64_t n, int element_bytes, int resident_per_sm) {
-  return std::min<int64_t>(split_row_tiles(n, element_bytes), static_cast<int64_t>(sm_count()) * resident_per_sm);
+  const int64_t tiles = split_row_tiles(n, element_bytes);
+  if (tiles <= kSingleBlockTiles) return 1;
+  return std::min<int64_t>(tiles, static_cast<int64_t>(sm_count()) * resident_per_sm);
 }
 
 // A long row of a dim reduction: a fixed amount of work per block.
