@@ -36,6 +36,12 @@ if [ -n "${EXTRA_PACKAGES:-}" ]; then
 fi
 echo "== $("$PY" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "gpu", torch.cuda.is_available())')"
 
+# torch finds CUDA through the nvcc on PATH; where that is a link outside the
+# toolkit (/usr/local/bin/nvcc), point it at the toolkit, whose lib64 has cudart.
+if [ -z "${CUDA_HOME:-}" ] && [ -x /usr/local/cuda/bin/nvcc ]; then
+  export CUDA_HOME=/usr/local/cuda
+fi
+
 export MAX_JOBS="${MAX_JOBS:-$(nproc)}"
 echo "== building torch_reduce (MAX_JOBS=$MAX_JOBS, TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-auto})"
 "$PY" -m pip install -q --no-build-isolation --no-deps -e .
