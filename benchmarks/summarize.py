@@ -1,0 +1,102 @@
+"""Markdown tables of committed benchmark results, for the README.
+
+    python benchmarks/summarize.py [--kind h100]
+
+Reads results/{sum,ladder,dims}_<kind>.json (written by bench_sum.py,
+bench_ladder.py and bench_dims.py) and prints the tables that the README
+quotes, so that every figure there comes from a committed file.
+"""
+import argparse
+import json
+import math
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def load(name, kind):
+    path = RESULTS / f"{name}_{kind}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def exponent(n):
+    return f"2^{int(math.log2(n))}" if n & (n - 1) == 0 else str(n)
+
+
+def sum_tables(data):
+    """Per dtype: ours vs torch.sum (time ratio ours/torch, below 1 = faster), GB/s."""
+    rows = data["results"]
+    sizes = sorted({r["elements"] for r in rows})
+    print("Full reductions: time per call in us (ours / torch.sum; below 1 is faster); GB/s of ours at >= 2^24")
+    print()
+    print("| dtype | " + " | ".join(exponent(s) for s in sizes) + " |")
+    print("|---|" + "---|" * len(sizes))
+    for dtype in dict.fromkeys(r["dtype"] for r in rows):
+        cells = []
+        for size in sizes:
+            match = [r for r in rows if r["dtype"] == dtype and r["elements"] == size]
+            if not match or "torch_reduce.sum" not in match[0]["timings"]:
+                cells.append("-")
+                continue
+            t = match[0]["timings"]
+            ours, torch_ = t["torch_reduce.sum"], t["torch.sum"]
+            cell = f"{ours['us']:.3g} ({ours['us'] / torch_['us']:.2f})"
+            if size >= 2**24:
+                cell += f" {ours['gbps']:.0f}"
+            cells.append(cell)
+        print(f"| {dtype} | " + " | ".join(cells) + " |")
+    compiled = [r for r in rows if "torch.compile" in r["timings"]]
+    if compiled:
+        print()
+        print("float32, ours vs torch.compile(torch.sum): " + ", ".join(
+            f"{exponent(r['elements'])} {r['timings']['torch_reduce.sum']['us'] / r['timings']['torch.compile']['us']:.2f}"
+            for r in compiled))
+    overhead = data.get("host_overhead")
+    if overhead:
+        print()
+        print(f"Host overhead per eager call: {json.dumps(overhead)}")
+
+
+def ladder_tables(data):
+    rows = data["results"]
+    for dtype in dict.fromkeys(r["dtype"] for r in rows):
+        print(f"\n{dtype}, {exponent(rows[0]['elements'])} elements")
+        print()
+        print("| step | algorithm | us | GB/s | step speedup | vs step 01 |")
+        print("|---|---|---|---|---|---|")
+        previous = None
+        for r in (r for r in rows if r["dtype"] == dtype):
+            step = "" if r.get("step") is None else f"{r['step']:02d}"
+            step_speedup = f"{previous / r['us']:.2f}x" if previous and step else ""
+            print(f"| {step} | {r['algorithm']} | {r['us']:.4g} | {r['gbps']:.0f} | {step_speedup} | "
+                  f"{r.get('speedup_vs_step1', float('nan')):.2f}x |")
+            if step:
+                previous = r["us"]
+
+
+def dims_tables(data):
+    rows = data["results"]
+    print("| dtype | shape | dim | op | torch us | ours us | ours/torch | ours GB/s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        shape = "x".join(str(s) for s in r["shape"])
+        t, o = r["torch"], r["ours"]
+        print(f"| {r['dtype']} | {shape} | {r['dim']} | {r['op']} | {t['us']:.3g} | {o['us']:.3g} | "
+              f"{o['us'] / t['us']:.2f} | {o['gbps']:.0f} |")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kind", default="h100", help="device kind in the file names")
+    kind = parser.parse_args().kind
+    for name, table in (("sum", sum_tables), ("ladder", ladder_tables), ("dims", dims_tables)):
+        data = load(name, kind)
+        if data is None:
+            continue
+        print(f"\n### {name} ({data['metadata']['device']['name']}, torch {data['metadata']['torch_version']}, "
+              f"{data['metadata']['date'][:10]}: `{data['metadata']['command']}`)\n")
+        table(data)
+
+
+if __name__ == "__main__":
+    main()
