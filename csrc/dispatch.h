@@ -8,6 +8,8 @@
 
 #include <ATen/ATen.h>
 
+#include <type_traits>
+
 #include "ops.h"
 
 namespace torch_reduce {
@@ -115,6 +117,22 @@ void dispatch_reduction(at::ScalarType in, at::ScalarType out, int64_t count,
     return dispatch_floating(in, out, with_op);
   } else {
     return dispatch_extremum(in, with_op);
+  }
+}
+
+// Turns a run-time ReduceKind into a compile-time one: calls
+// f(std::integral_constant<ReduceKind, kind>{}).
+template <typename F>
+void dispatch_kind(ReduceKind kind, F&& f) {
+  switch (kind) {
+    case ReduceKind::Sum:
+      return f(std::integral_constant<ReduceKind, ReduceKind::Sum>{});
+    case ReduceKind::Mean:
+      return f(std::integral_constant<ReduceKind, ReduceKind::Mean>{});
+    case ReduceKind::Max:
+      return f(std::integral_constant<ReduceKind, ReduceKind::Max>{});
+    case ReduceKind::Min:
+      return f(std::integral_constant<ReduceKind, ReduceKind::Min>{});
   }
 }
 

@@ -426,16 +426,7 @@ void reduce_layout_cpu(ReduceKind kind, const at::Tensor& input,
   TORCH_INTERNAL_ASSERT(algorithm == Algorithm::Default,
                         "torch_reduce: CPU kernel called with algorithm '",
                         algorithm_name(algorithm), "'");
-  switch (kind) {
-    case ReduceKind::Sum:
-      return reduce_layout<ReduceKind::Sum>(input, layout, out);
-    case ReduceKind::Mean:
-      return reduce_layout<ReduceKind::Mean>(input, layout, out);
-    case ReduceKind::Max:
-      return reduce_layout<ReduceKind::Max>(input, layout, out);
-    case ReduceKind::Min:
-      return reduce_layout<ReduceKind::Min>(input, layout, out);
-  }
+  dispatch_kind(kind, [&](auto k) { reduce_layout<decltype(k)::value>(input, layout, out); });
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // the fast kernels for everything else.
 #include <c10/cuda/CUDAGuard.h>
 
+#include "dispatch.h"
 #include "ladder/ladder.h"
 #include "register_backend.h"
 
@@ -20,16 +21,7 @@ void reduce_layout_cuda(ReduceKind kind, const at::Tensor& input, const ReduceLa
     TORCH_INTERNAL_ASSERT(kind == ReduceKind::Sum && layout.full && layout.kind == ReduceLayout::Inner);
     return ladder_sum_cuda(input.as_strided({layout.reduce}, {1}), out, algorithm);
   }
-  switch (kind) {
-    case ReduceKind::Sum:
-      return reduce_layout<ReduceKind::Sum>(input, layout, out);
-    case ReduceKind::Mean:
-      return reduce_layout<ReduceKind::Mean>(input, layout, out);
-    case ReduceKind::Max:
-      return reduce_layout<ReduceKind::Max>(input, layout, out);
-    case ReduceKind::Min:
-      return reduce_layout<ReduceKind::Min>(input, layout, out);
-  }
+  dispatch_kind(kind, [&](auto k) { reduce_layout<decltype(k)::value>(input, layout, out); });
 }
 
 }  // namespace cuda
