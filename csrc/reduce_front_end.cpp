@@ -68,9 +68,10 @@ DtypePlan plan_dtypes(ReduceKind kind, const char* name, at::ScalarType self,
       if (reduced_precision && result == at::kFloat) return {self, result, result};
       // Integers accumulate in int64; a narrower integer result is the int64
       // sum wrapped around, which is what torch returns.
+      // A bool result is "any element nonzero": the input becomes bool first.
       if (at::isIntegralType(result, /*includeBool=*/true)) {
         const at::ScalarType input =
-            at::isIntegralType(self, /*includeBool=*/true) ? self : result;
+            at::isIntegralType(self, /*includeBool=*/true) && result != at::kBool ? self : result;
         return {input, at::kLong, result};
       }
       return {result, result, result};

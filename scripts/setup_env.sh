@@ -11,9 +11,9 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-has_torch() {
+has_torch() {  # torch >= 2.4, and pytest for the tests
   "$1" - <<'PY' 2>/dev/null
-import sys, torch
+import sys, pytest, torch
 major, minor = (int(p) for p in torch.__version__.split(".")[:2])
 sys.exit(0 if (major, minor) >= (2, 4) else 1)
 PY

@@ -415,6 +415,19 @@ def test_batch_invariance_rows(cuda_device, dtype, shape, make_input, bitwise_eq
 
 @pytest.mark.requires_cuda
 @pytest.mark.parametrize("dtype", BATCH_DTYPES, ids=_id)
+@pytest.mark.parametrize("width,used", [(9, 8), (33, 32), (1027, 1024)], ids=_id)
+def test_batch_invariance_rows_of_a_strided_view(cuda_device, dtype, width, used, make_input, bitwise_equal):
+    """Rows whose stride breaks 16-byte alignment: one row alone (which is aligned) is
+    summed in the same order as the same row among all the others."""
+    x = make_input((64, width), dtype, cuda_device)[:, :used]
+    full = torch_reduce.sum(x, dim=1)
+    for k in (1, 2, 5):
+        bitwise_equal(torch_reduce.sum(x[:k], dim=1), full[:k], f"k={k}")
+        bitwise_equal(torch_reduce.sum(x[k : k + 1], dim=1), full[k : k + 1], f"row {k} alone")
+
+
+@pytest.mark.requires_cuda
+@pytest.mark.parametrize("dtype", BATCH_DTYPES, ids=_id)
 @pytest.mark.parametrize("shape", COL_SHAPES, ids=_id)
 def test_batch_invariance_columns(cuda_device, dtype, shape, make_input, bitwise_equal):
     """sum(x[:, :k], 0) == sum(x, 0)[:k] bitwise, for every k (strided slice and contiguous copy)."""

@@ -289,6 +289,15 @@ def test_dtype_argument_accumulates_in_requested_dtype(device):
     assert out.item() == 2.0**25 + n - 1
 
 
+@pytest.mark.parametrize("in_dtype", [torch.int32, torch.int8, torch.float32], ids=_id)
+def test_dtype_bool_is_any_nonzero(device, in_dtype):
+    """sum(x, dtype=bool) is True when any element is nonzero, even if the values cancel."""
+    x = torch.tensor([[1, -1, 0], [0, 0, 0]], dtype=in_dtype, device=device)
+    for dim in (None, 1, 0):
+        expected = torch.sum(x, dim, dtype=torch.bool)
+        assert torch.equal(torch_reduce.sum(x, dim, dtype=torch.bool), expected), dim
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=_id)
 def test_half_accumulates_in_float32(device, dtype):
     """float16/bfloat16 are accumulated in float32 (like torch.sum) and rounded once."""

@@ -46,8 +46,8 @@ void launch_rows(const scalar_t* data, const ReduceLayout& layout, out_t* out, c
                  const c10::cuda::CUDAStream& stream) {
   constexpr int kWidth = vector_width<scalar_t>();
   const bool vectorized = is_aligned(data) && layout.reduce % kWidth == 0 &&
-                          (layout.batch == 1 || (layout.batch_stride * sizeof(scalar_t)) % kVectorBytes == 0);
-  const int64_t items = vectorized ? layout.reduce / kWidth : layout.reduce;
+                          (layout.batch_stride * sizeof(scalar_t)) % kVectorBytes == 0;
+  const int64_t items = ceil_div(layout.reduce, kWidth);
   const int group = row_group_size(items);
   // Rows here are shorter than kSplitRowBytes, so this fits an int.
   const int items_per_lane = static_cast<int>(ceil_div(items, group));

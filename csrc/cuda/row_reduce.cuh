@@ -3,11 +3,11 @@
 // row at a time, so that a warp reads whole 128-byte lines even for rows of
 // 2 to 32 elements.
 //
-// Every lane keeps kRowSlots loads in flight: items of one long row, or one
+// Every lane keeps kRowSlots items in flight: items of one long row, or one
 // item of each of several short rows (rows_per_pass > 1). A row's order --
 // each lane folds its items in index order, then the fixed butterfly across
-// the group -- depends only on the row length and the vectorization, never
-// on the number of rows (batch invariance).
+// the group -- depends only on the row length, never on the number of rows
+// or the row's alignment (batch invariance).
 #pragma once
 
 #include "primitives.cuh"
@@ -29,14 +29,16 @@ struct RowArgs {
   out_t* out;
 };
 
+// An item is always kWidth consecutive elements (the last one may be short),
+// so the order of a row's operations never depends on its alignment.
 // kVectorized: every row starts 16-byte aligned and its length is a multiple
-// of the vector width, so an item is a 16-byte vector.
+// of the vector width, so each item is read with one 16-byte load.
 template <typename scalar_t, typename acc_t, typename out_t, typename Op, bool kVectorized>
 __global__ void __launch_bounds__(kRowThreads) row_reduce_kernel(RowArgs<scalar_t, out_t> args, Op op) {
-  constexpr int kWidth = kVectorized ? vector_width<scalar_t>() : 1;
+  constexpr int kWidth = vector_width<scalar_t>();
   const int group = args.group;
   const int lane = threadIdx.x % group;
-  const int64_t items = args.row_length / kWidth;
+  const int64_t items = (args.row_length + kWidth - 1) / kWidth;
   const int rows_per_pass = args.items_per_lane >= kRowSlots ? 1 : kRowSlots / args.items_per_lane;
   const int64_t groups_per_block = kRowThreads / group;
   const int64_t group_id = blockIdx.x * groups_per_block + threadIdx.x / group;
@@ -47,13 +49,14 @@ __global__ void __launch_bounds__(kRowThreads) row_reduce_kernel(RowArgs<scalar_
 
   auto load_item = [&](int64_t row, int64_t item) -> acc_t {
     const scalar_t* p = args.data + row * args.row_stride + item * kWidth;
-    acc_t acc = op.identity();
     if constexpr (kVectorized) {
-      acc = fold_vector(acc, load_vector(p), op);
+      return fold_vector(op.identity(), load_vector(p), op);
     } else {
-      acc = static_cast<acc_t>(*p);
+      const int64_t count = args.row_length - item * kWidth < kWidth ? args.row_length - item * kWidth : kWidth;
+      acc_t acc = op.identity();
+      for (int64_t i = 0; i < count; ++i) acc = op.combine(acc, static_cast<acc_t>(p[i]));
+      return acc;
     }
-    return acc;
   };
 
   for (int64_t first = group_id * rows_per_pass, warp_first = warp_first_group * rows_per_pass; warp_first < args.rows;

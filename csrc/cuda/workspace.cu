@@ -14,8 +14,9 @@ namespace torch_reduce {
 namespace cuda {
 namespace {
 
-// Streams that get counters from the zero-initialised pool, and counters each.
-// (Enough for every row of a split launch up to 2^40 bytes.)
+// Streams that get counters from the zero-initialised pool, and counters each:
+// one per row split across blocks (rows of at least 128 KiB), enough for
+// inputs up to 2 GiB; larger ones get zeroed memory of their own.
 constexpr int kPoolStreams = 32;
 constexpr int64_t kPoolCounters = 1 << 14;
 __device__ unsigned int ticket_pool[kPoolStreams * kPoolCounters];
