@@ -7,9 +7,11 @@ from . import _C  # noqa: F401  (registers torch.ops.torch_reduce.*)
 
 BUILT_WITH_CUDA = bool(torch.ops.torch_reduce.built_with_cuda())
 
-if not BUILT_WITH_CUDA and torch.cuda.is_available():
+# A CPU-only build beside a CUDA-capable torch is worth saying out loud: CUDA
+# tensors would be refused. (Beside a CPU-only torch it is the expected build.)
+if not BUILT_WITH_CUDA and torch.version.cuda is not None:
     warnings.warn(
-        "torch_reduce was built without CUDA (no nvcc or a CPU-only torch at build time): "
-        "CUDA tensors are not supported. Rebuild with TORCH_REDUCE_CUDA=1 to require CUDA.",
+        "torch_reduce was built without CUDA (no nvcc at build time, or TORCH_REDUCE_CUDA=0): "
+        "only CPU tensors are supported. Rebuild with TORCH_REDUCE_CUDA=1 to require CUDA.",
         stacklevel=2,
     )
