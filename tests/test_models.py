@@ -7,14 +7,9 @@ import torch
 from torch import nn
 
 import torch_reduce
+from cases import _id
 
 
-def _id(v):
-    if isinstance(v, torch.dtype):
-        return str(v).replace("torch.", "")
-    if isinstance(v, str):
-        return v
-    return repr(v).replace(" ", "")
 
 
 def _cuda(*values):

@@ -13,39 +13,11 @@ import pytest
 import torch
 
 import torch_reduce
+from cases import ALL_DTYPES, C10_NAMES, FLOAT_DTYPES, INT_DTYPES, UNSUPPORTED_DTYPES, _id
 
-FLOAT_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
-INT_DTYPES = [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64]
-ALL_DTYPES = FLOAT_DTYPES + INT_DTYPES + [torch.bool]
-UNSUPPORTED_DTYPES = [
-    torch.complex64,
-    torch.complex128,
-    torch.float8_e4m3fn,
-    torch.float8_e5m2,
-    torch.uint16,
-    torch.uint32,
-    torch.uint64,
-]
-C10_NAMES = {
-    torch.complex64: "ComplexFloat",
-    torch.complex128: "ComplexDouble",
-    torch.float8_e4m3fn: "Float8_e4m3fn",
-    torch.float8_e5m2: "Float8_e5m2",
-    torch.uint16: "UInt16",
-    torch.uint32: "UInt32",
-    torch.uint64: "UInt64",
-}
 OPS = {"mean": torch_reduce.mean, "amax": torch_reduce.amax, "amin": torch_reduce.amin}
 RAW = {"mean": torch.ops.torch_reduce.mean, "amax": torch.ops.torch_reduce.amax, "amin": torch.ops.torch_reduce.amin}
 TORCH = {"mean": torch.mean, "amax": torch.amax, "amin": torch.amin}
-
-
-def _id(v):
-    if isinstance(v, torch.dtype):
-        return str(v).replace("torch.", "")
-    if isinstance(v, str):
-        return v
-    return repr(v).replace(" ", "")
 
 
 def _dtypes_for(op):

@@ -11,28 +11,9 @@ import pytest
 import torch
 
 import torch_reduce
+from cases import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, UNSUPPORTED_DTYPES, _id
 
-FLOAT_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
-INT_DTYPES = [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64]
-ALL_DTYPES = FLOAT_DTYPES + INT_DTYPES + [torch.bool]
-UNSUPPORTED_DTYPES = [
-    torch.complex64,
-    torch.complex128,
-    torch.float8_e4m3fn,
-    torch.float8_e5m2,
-    torch.uint16,
-    torch.uint32,
-    torch.uint64,
-]
 SIZES = [0, 1, 31, 32, 33, 1023, 1025, 4099, 65537, 2**20 + 3]
-
-
-def _id(v):
-    if isinstance(v, torch.dtype):
-        return str(v).replace("torch.", "")
-    if isinstance(v, str):
-        return v
-    return repr(v).replace(" ", "")
 
 
 dtypes = pytest.mark.parametrize("dtype", ALL_DTYPES, ids=_id)
