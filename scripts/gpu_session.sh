@@ -33,8 +33,10 @@ for step in "${steps[@]}"; do
     build)
       run build python3 -m pip install -v --no-build-isolation --no-deps -e . ;;
     tests)
-      # Workers in separate processes: a crash fails one test, not the run.
-      run tests python3 -m pytest -q -rs -n 4 -p no:cacheprovider tests ;;
+      # Workers in separate processes (pytest-xdist, where installed): a
+      # crash then fails one test, not the run.
+      workers=$(python3 -c "import xdist" 2>/dev/null && echo "-n 4")
+      run tests python3 -m pytest -q -rs $workers -p no:cacheprovider tests ;;
     sanitize)
       for tool in memcheck racecheck synccheck initcheck; do
         run "sanitize_$tool" compute-sanitizer --tool "$tool" --error-exitcode 9 python3 scripts/sanitizer_workload.py
