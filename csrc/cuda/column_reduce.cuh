@@ -1,15 +1,18 @@
 // Reduces strided columns: element (b, r, c) at b * batch_stride +
 // r * reduce_stride + c, reduced over r. Consecutive threads own consecutive
 // columns (one 16-byte vector of them when aligned), so every load of a warp
-// is coalesced; each thread walks down kColumnChunk rows of its columns.
+// is coalesced; each thread walks down one chunk of rows of its columns.
 //
-// One pass turns R rows into ceil(R / kColumnChunk) rows of partial results,
-// laid out as a new column problem [chunks, batch * columns]; passes repeat
-// until one row is left, and the last one writes the output. So a column's
-// order -- sequential within chunks of kColumnChunk, chunks combined the same
-// way level by level -- depends only on R: never on the number of columns or
-// batches (batch invariance), and there is enough parallelism for tall,
-// narrow inputs without atomics.
+// One pass turns R rows into ceil(R / chunk) rows of partial results, laid
+// out as a new column problem [chunks, batch * columns]; passes repeat until
+// one row is left, and the last one writes the output. The first pass reads
+// the input in chunks of kColumnChunk rows (few partials to write back);
+// later passes, over small partial arrays, use chunks of kPartialChunk rows,
+// so that each is a single round of loads rather than a long latency chain.
+// A column's order -- sequential within chunks, chunks combined level by
+// level -- depends only on R: never on the number of columns or batches
+// (batch invariance), and there is parallelism for tall, narrow inputs
+// without atomics.
 #pragma once
 
 #include "primitives.cuh"
@@ -19,6 +22,7 @@ namespace cuda {
 
 constexpr int kColumnThreads = 256;
 constexpr int kColumnChunk = 64;
+constexpr int kPartialChunk = 8;
 // Rows loaded before they are folded. (32 element loads in flight on the
 // scalar path measured no faster for narrow columns and, through register
 // pressure, slowed the vector path of bfloat16 by a third.)
@@ -33,7 +37,8 @@ struct ColumnArgs {
   int64_t columns;
   int64_t batch_stride;
   int64_t reduce_stride;
-  int64_t chunks;      // ceil(reduce / kColumnChunk); 1 on the last pass
+  int64_t chunk_rows;  // rows folded by one thread: kColumnChunk or kPartialChunk
+  int64_t chunks;      // ceil(reduce / chunk_rows); 1 on the last pass
   bool vectorized;     // data, columns and strides allow 16-byte loads
   acc_t* partials;     // [chunks, batch * columns] when chunks > 1
   out_t* out;          // [batch * columns] when chunks == 1
@@ -52,8 +57,8 @@ __global__ void __launch_bounds__(kColumnThreads) column_reduce_kernel(ColumnArg
     const int64_t column = (w % column_groups) * width;
     const int64_t chunk = (w / column_groups) % args.chunks;
     const int64_t b = w / (column_groups * args.chunks);
-    const int64_t row_begin = chunk * kColumnChunk;
-    const int64_t row_end = row_begin + kColumnChunk < args.reduce ? row_begin + kColumnChunk : args.reduce;
+    const int64_t row_begin = chunk * args.chunk_rows;
+    const int64_t row_end = row_begin + args.chunk_rows < args.reduce ? row_begin + args.chunk_rows : args.reduce;
     const in_t* base = args.data + b * args.batch_stride + column;
 
     acc_t acc[kWidth];

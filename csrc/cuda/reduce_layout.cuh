@@ -63,17 +63,19 @@ void launch_rows(const scalar_t* data, const ReduceLayout& layout, out_t* out, c
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// One pass of the column reduction; returns the partials when it was not the
-// last pass (they are the next pass's input).
+// One pass of the column reduction, in chunks of `chunk_rows` rows; returns
+// the partials when it was not the last pass (they are the next pass's input).
 template <typename in_t, typename acc_t, typename out_t, typename Op>
 at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, int64_t columns, int64_t batch_stride,
-                              int64_t reduce_stride, out_t* out, const Op& op, const c10::cuda::CUDAStream& stream) {
+                              int64_t reduce_stride, int64_t chunk_rows, out_t* out, const Op& op,
+                              const c10::cuda::CUDAStream& stream) {
   constexpr int kWidth = vector_width<in_t>();
   const bool vectorized = is_aligned(data) && columns % kWidth == 0 && reduce_stride % kWidth == 0 &&
                           (batch == 1 || batch_stride % kWidth == 0);
-  const int64_t chunks = ceil_div(reduce, kColumnChunk);
+  const int64_t chunks = ceil_div(reduce, chunk_rows);
   at::Tensor partials;
-  ColumnArgs<in_t, acc_t, out_t> args{data, batch, reduce, columns, batch_stride, reduce_stride, chunks, vectorized, nullptr, out};
+  ColumnArgs<in_t, acc_t, out_t> args{data,         batch,  reduce,     columns, batch_stride, reduce_stride,
+                                      chunk_rows,   chunks, vectorized, nullptr, out};
   if (chunks > 1) {
     partials = at::empty({chunks * batch * columns},
                          at::TensorOptions().dtype(c10::CppTypeToScalarType<acc_t>::value).device(at::kCUDA, stream.device_index()));
@@ -89,13 +91,15 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
 template <typename scalar_t, typename acc_t, typename out_t, typename Op>
 void launch_columns(const scalar_t* data, const ReduceLayout& layout, out_t* out, const Op& op,
                     const c10::cuda::CUDAStream& stream) {
-  at::Tensor partials = launch_column_pass<scalar_t, acc_t, out_t>(data, layout.batch, layout.reduce, layout.inner,
-                                                                   layout.batch_stride, layout.reduce_stride, out, op, stream);
+  at::Tensor partials =
+      launch_column_pass<scalar_t, acc_t, out_t>(data, layout.batch, layout.reduce, layout.inner, layout.batch_stride,
+                                                 layout.reduce_stride, kColumnChunk, out, op, stream);
   // Later passes reduce [chunks, outputs] partials, contiguous.
   const int64_t outputs = layout.batch * layout.inner;
   while (partials.defined()) {
     const int64_t rows = partials.numel() / outputs;
-    partials = launch_column_pass<acc_t, acc_t, out_t>(partials.data_ptr<acc_t>(), 1, rows, outputs, 0, outputs, out, op, stream);
+    partials = launch_column_pass<acc_t, acc_t, out_t>(partials.data_ptr<acc_t>(), 1, rows, outputs, 0, outputs,
+                                                       kPartialChunk, out, op, stream);
   }
 }
 
