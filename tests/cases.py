@@ -32,3 +32,14 @@ def _id(v):
     if isinstance(v, str):
         return v
     return repr(v).replace(" ", "")
+
+
+def dtype_name_pattern(dtype):
+    """A regex matching either name of a dtype in an error: torch's (complex64) or c10's (ComplexFloat)."""
+    return "(?i)(" + "|".join(sorted({_id(dtype), C10_NAMES[dtype]})) + ")"
+
+
+def unsupported_input(dtype, device, shape=(4, 5)):
+    """A small tensor of a dtype the ops refuse (unsigned ones from integers, the rest from floats)."""
+    x = torch.randint(1, 100, shape) if dtype in (torch.uint16, torch.uint32, torch.uint64) else torch.randn(shape)
+    return x.to(dtype).to(device)

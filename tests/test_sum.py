@@ -7,11 +7,13 @@ Tests taking `device` run on cpu and cuda (cuda skipped, with the reason,
 without a GPU or a CUDA build).
 """
 
+import re
+
 import pytest
 import torch
 
 import torch_reduce
-from cases import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, UNSUPPORTED_DTYPES, _id
+from cases import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, UNSUPPORTED_DTYPES, _id, dtype_name_pattern, unsupported_input
 
 SIZES = [0, 1, 31, 32, 33, 1023, 1025, 4099, 65537, 2**20 + 3]
 
@@ -448,36 +450,13 @@ def test_bad_dim_raises_like_torch(device, dtype, shape, dim, make_input, raises
     raises_like_torch(lambda: torch.ops.torch_reduce.sum(x, list(dim) if isinstance(dim, tuple) else [dim]), lambda: torch.sum(x, dim))
 
 
-def _names_dtype(dtype):
-    names = {str(dtype).replace("torch.", "")}
-    names.add(
-        {
-            torch.complex64: "ComplexFloat",
-            torch.complex128: "ComplexDouble",
-            torch.float8_e4m3fn: "Float8_e4m3fn",
-            torch.float8_e5m2: "Float8_e5m2",
-            torch.uint16: "UInt16",
-            torch.uint32: "UInt32",
-            torch.uint64: "UInt64",
-        }[dtype]
-    )
-    return "(?i)(" + "|".join(sorted(names)) + ")"
-
-
-def _unsupported_input(dtype, device, shape=(4, 5)):
-    x = torch.randn(shape)
-    if dtype in (torch.uint16, torch.uint32, torch.uint64):
-        x = torch.randint(1, 100, shape)
-    return x.to(dtype).to(device)
-
-
 @pytest.mark.parametrize("dtype", UNSUPPORTED_DTYPES, ids=_id)
 @pytest.mark.parametrize("dim", [None, 1], ids=["full", "dim1"])
 def test_unsupported_dtype_refused_by_name(device, dtype, dim):
-    x = _unsupported_input(dtype, device)
-    with pytest.raises((RuntimeError, TypeError), match=_names_dtype(dtype)):
+    x = unsupported_input(dtype, device)
+    with pytest.raises((RuntimeError, TypeError), match=dtype_name_pattern(dtype)):
         torch_reduce.sum(x, dim)
-    with pytest.raises((RuntimeError, TypeError), match=_names_dtype(dtype)):
+    with pytest.raises((RuntimeError, TypeError), match=dtype_name_pattern(dtype)):
         torch.ops.torch_reduce.sum(x, None if dim is None else [dim])
 
 
@@ -488,9 +467,7 @@ def test_complex_dtype_argument(device, dtype, make_input):
     try:
         out = torch_reduce.sum(x, dtype=dtype)
     except (RuntimeError, TypeError) as e:
-        import re
-
-        assert re.search(_names_dtype(dtype), str(e)), f"error does not name {dtype}: {e}"
+        assert re.search(dtype_name_pattern(dtype), str(e)), f"error does not name {dtype}: {e}"
         return
     torch.testing.assert_close(out, torch.sum(x, dtype=dtype))
 
