@@ -222,7 +222,6 @@ at::Tensor reduce_front_end(ReduceKind kind, const char* name,
     layout = plan_layout(input, reduced);
     TORCH_INTERNAL_ASSERT(layout.has_value() && layout->kind == ReduceLayout::Inner);
   }
-  layout->full = full;
 
   // Contiguous in the output's shape: element b * inner + c is where the
   // kernels write it.

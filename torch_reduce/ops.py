@@ -42,7 +42,7 @@ def sum(
     when None, the default set by torch_reduce.use_algorithm applies to full
     reductions of CUDA tensors.
     """
-    dims = dim if dim is None else _dim_list(dim)
+    dims = _dim_list(dim)
     if algorithm is None and _selection.default is not None and input.is_cuda and _reduces_all(input, dims):
         algorithm = _selection.default
     if dtype is None and algorithm is None:
