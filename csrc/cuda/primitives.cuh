@@ -21,15 +21,22 @@ constexpr int vector_width() {
   return kVectorBytes / sizeof(T);
 }
 
-template <typename T>
-struct alignas(kVectorBytes) Vector {
-  T value[vector_width<T>()];
+// N consecutive elements moved by one load or store; 16 bytes by default.
+template <typename T, int N = vector_width<T>()>
+struct alignas(sizeof(T) * N) Vector {
+  T value[N];
 };
 
-// One 128-bit load (LDG.E.128); `p` must be 16-byte aligned.
-template <typename T>
-__device__ __forceinline__ Vector<T> load_vector(const T* p) {
-  return *reinterpret_cast<const Vector<T>*>(p);
+// One load of N elements (LDG.E.128 for 16 bytes); `p` must be aligned to
+// the vector's size.
+template <typename T, int N = vector_width<T>()>
+__device__ __forceinline__ Vector<T, N> load_vector(const T* p) {
+  return *reinterpret_cast<const Vector<T, N>*>(p);
+}
+
+template <typename T, int N>
+__device__ __forceinline__ void store_vector(T* p, const Vector<T, N>& v) {
+  *reinterpret_cast<Vector<T, N>*>(p) = v;
 }
 
 // The exact sum of a vector of 1- or 2-byte integers in 32 bits (it cannot
