@@ -5,8 +5,9 @@ compute-sanitizer (memcheck, racecheck, synccheck, initcheck):
 
 Sizes are small (the tools are slow) but cover every path: single-block and
 split full reductions, misaligned heads and ragged tails, short and long rows
-(vectorized and scalar), multi-pass column reductions, all four ops, every
-ladder algorithm. Exits non-zero if a result is wrong.
+(vectorized and scalar), the three column kernels (short, tile, and block with
+one level a pass and two) over several passes, all four ops, every ladder
+algorithm. Exits non-zero if a result is wrong.
 """
 import sys
 
@@ -20,9 +21,12 @@ failures = []
 
 
 def check(name, ours, ref, exact):
+    """`ref` is torch's result on the CPU: ATen's own CUDA column kernel reads a staging buffer
+    it has not written, which initcheck would report against this workload."""
+    assert ref.device.type == "cpu", name
     ours = ours.cpu()
-    ref = ref.cpu()
-    ok = torch.equal(ours, ref) if exact else torch.allclose(ours.double(), ref.double(), rtol=1e-3, atol=1e-3)
+    tolerance = 1e-2 if ours.dtype in (torch.bfloat16, torch.float16) else 1e-3
+    ok = torch.equal(ours, ref) if exact else torch.allclose(ours.double(), ref.double(), rtol=tolerance, atol=tolerance)
     if not ok:
         failures.append(name)
 
@@ -32,21 +36,29 @@ for dtype in (torch.float32, torch.bfloat16, torch.int32, torch.uint8):
     for n in (1, 33, 4099, 300_001):
         base = (torch.randn(n + 3, device=device) * 10).to(dtype) if not exact else torch.randint(0, 100, (n + 3,), device=device, dtype=dtype)
         x = base[3:]  # misaligned start
-        check(f"sum {dtype} {n}", torch_reduce.sum(x), torch.sum(x), exact)
-    for shape, dim in (((64, 7), -1), ((48, 32), -1), ((40, 1000), -1), ((3, 70_000), -1), ((130, 9), 0), ((200, 64), 0), ((5, 130, 12), 1)):
+        check(f"sum {dtype} {n}", torch_reduce.sum(x), torch.sum(x.cpu()), exact)
+    for shape, dim in (((64, 7), -1), ((48, 32), -1), ((40, 1000), -1), ((3, 70_000), -1), ((130, 9), 0), ((200, 64), 0),
+                       ((5, 130, 12), 1), ((5, 301), 0), ((4100, 1027), 0), ((4100, 1028), 0)):
         x = (torch.randn(shape, device=device) * 10).to(dtype) if not exact else torch.randint(0, 100, shape, device=device, dtype=dtype)
-        check(f"sum {dtype} {shape} {dim}", torch_reduce.sum(x, dim), torch.sum(x, dim), exact)
-        check(f"amax {dtype} {shape} {dim}", torch_reduce.amax(x, dim), torch.amax(x, dim), True)
-        check(f"amin {dtype} {shape} {dim}", torch_reduce.amin(x, dim), torch.amin(x, dim), True)
+        cpu = x.cpu()
+        check(f"sum {dtype} {shape} {dim}", torch_reduce.sum(x, dim), torch.sum(cpu, dim), exact)
+        check(f"amax {dtype} {shape} {dim}", torch_reduce.amax(x, dim), torch.amax(cpu, dim), True)
+        check(f"amin {dtype} {shape} {dim}", torch_reduce.amin(x, dim), torch.amin(cpu, dim), True)
         if not exact:
-            check(f"mean {dtype} {shape} {dim}", torch_reduce.mean(x, dim), torch.mean(x, dim), False)
+            check(f"mean {dtype} {shape} {dim}", torch_reduce.mean(x, dim), torch.mean(cpu, dim), False)
+
+# column_block_kernel: one level a pass from 16 MiB, two once a tile per block fills the GPU.
+for shape in ((4100, 1024), (65536, 4096)):
+    x = torch.randn(shape, device=device)
+    check(f"sum {shape} 0", torch_reduce.sum(x, 0), torch.sum(x.cpu(), 0), False)
+    del x
 
 for algorithm in torch_reduce.algorithms():
     for dtype in (torch.float32, torch.int32):
         exact = not dtype.is_floating_point
         n = 5000 if algorithm == "serial" else 70_001
         x = (torch.randn(n + 1, device=device)).to(dtype)[1:] if not exact else torch.randint(-50, 50, (n + 1,), device=device, dtype=dtype)[1:]
-        check(f"ladder {algorithm} {dtype}", torch_reduce.sum(x, algorithm=algorithm), torch.sum(x), exact)
+        check(f"ladder {algorithm} {dtype}", torch_reduce.sum(x, algorithm=algorithm), torch.sum(x.cpu()), exact)
 
 torch.cuda.synchronize()
 print("sanitizer workload:", "FAILED " + ", ".join(failures) if failures else "all results correct")

@@ -411,6 +411,46 @@ def test_batch_invariance_columns(cuda_device, dtype, shape, make_input, bitwise
         bitwise_equal(torch_reduce.mean(part, 0), full_mean[:k], f"mean k={k}")
 
 
+def fold64_reference(x):
+    """The order in which the CUDA kernels reduce a column (csrc/cuda/column_fold.cuh), with
+    float32 additions on x's device: a level folds each run of 64 values -- slot s folds values
+    s, s + 8, ..., s + 56 in order, then ((p0 + p4) + (p2 + p6)) + ((p1 + p5) + (p3 + p7)) -- and
+    levels repeat until one value is left. Reduces dim 0 of a 2-D tensor."""
+    v = x.float()
+    while v.shape[0] > 1:
+        chunks = -(-v.shape[0] // 64)
+        padded = v.new_zeros(chunks * 64, v.shape[1])  # adding 0.0 leaves any nonzero sum as it is
+        padded[: v.shape[0]] = v
+        rows = padded.view(chunks, 8, 8, v.shape[1])  # [chunk, k, slot, column]: row 8k + slot
+        p = v.new_zeros(chunks, 8, v.shape[1])
+        for k in range(8):
+            p = p + rows[:, k]
+        v = ((p[:, 0] + p[:, 4]) + (p[:, 2] + p[:, 6])) + ((p[:, 1] + p[:, 5]) + (p[:, 3] + p[:, 7]))
+    return v[0]
+
+
+# (rows, columns): one level and several, ragged chunks and tiles, narrow and wide outputs, vector
+# and scalar loads: column_short_kernel (up to 64 rows), column_tile_kernel with one level a pass
+# and, for 600000 x 3 and 540000 x 6, two, column_block_kernel with one level a pass and, for
+# 65536 x 4096 float32, two.
+COLUMN_ORDER_CASES = [(1, 7), (5, 3), (8, 2), (9, 300), (63, 33), (64, 1), (65, 4), (4095, 3), (4097, 8),
+                      (300001, 2), (600000, 3), (540000, 6), (70000, 33), (33000, 512), (65536, 4096)]
+
+
+@pytest.mark.requires_cuda
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=_id)
+@pytest.mark.parametrize("rows,columns", COLUMN_ORDER_CASES, ids=_id)
+@pytest.mark.parametrize("view", ["contiguous", "misaligned"])
+def test_column_order_is_fold64(cuda_device, dtype, rows, columns, view, make_input, bitwise_equal):
+    """sum over dim 0 is, bit for bit, the documented fold64 order, whatever the number of
+    columns or the alignment (which is what makes the column reductions batch invariant)."""
+    if view == "contiguous":
+        x = make_input((rows, columns), dtype, cuda_device)
+    else:
+        x = make_input((rows, columns + 1), dtype, cuda_device)[:, 1:]
+    bitwise_equal(torch_reduce.sum(x, 0), fold64_reference(x).to(dtype), f"{rows}x{columns} {view}")
+
+
 @pytest.mark.requires_cuda
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=_id)
 def test_batch_invariance_3d(cuda_device, dtype, make_input, bitwise_equal):

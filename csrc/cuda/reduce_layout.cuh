@@ -1,7 +1,8 @@
 // Routes a ReduceLayout to the kernel that reads it at full bandwidth:
 //   full reductions and long rows -> split_row_reduce_kernel (one launch)
 //   shorter rows                  -> row_reduce_kernel
-//   strided columns               -> column_reduce_kernel, pass after pass
+//   strided columns               -> column_wide_kernel / column_tile_kernel,
+//                                    pass after pass
 // Included by one translation unit per ReduceKind (reduce_<kind>.cu).
 #pragma once
 
@@ -18,8 +19,8 @@ namespace torch_reduce {
 namespace cuda {
 
 template <typename T>
-bool is_aligned(const T* p) {
-  return reinterpret_cast<uintptr_t>(p) % kVectorBytes == 0;
+bool is_aligned(const T* p, size_t bytes = kVectorBytes) {
+  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
 }
 
 template <typename scalar_t, typename acc_t, typename out_t, typename Op>
@@ -63,27 +64,72 @@ void launch_rows(const scalar_t* data, const ReduceLayout& layout, out_t* out, c
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// One pass of the column reduction, in chunks of `chunk_rows` rows; returns
-// the partials when it was not the last pass (they are the next pass's input).
+// One pass of the column reduction (one level or two, see column_fold.cuh);
+// returns the partials when it was not the last pass (they are the next
+// pass's input).
 template <typename in_t, typename acc_t, typename out_t, typename Op>
 at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, int64_t columns, int64_t batch_stride,
-                              int64_t reduce_stride, int64_t chunk_rows, out_t* out, const Op& op,
-                              const c10::cuda::CUDAStream& stream) {
-  constexpr int kWidth = vector_width<in_t>();
-  const bool vectorized = is_aligned(data) && columns % kWidth == 0 && reduce_stride % kWidth == 0 &&
-                          (batch == 1 || batch_stride % kWidth == 0);
-  const int64_t chunks = ceil_div(reduce, chunk_rows);
+                              int64_t reduce_stride, out_t* out, const Op& op, const c10::cuda::CUDAStream& stream) {
+  const int64_t chunks = ceil_div(reduce, kFoldLength);
+  const int64_t bytes = batch * reduce * columns * static_cast<int64_t>(sizeof(in_t));
+  const ColumnKernel kernel = column_kernel(reduce, ceil_div(columns, column_width<in_t, acc_t>()), bytes);
+  // Items: the widest vector of columns that every row and batch start
+  // aligned to.
+  int width = column_width<in_t, acc_t>();
+  while (width > 1 && !(is_aligned(data, width * sizeof(in_t)) && columns % width == 0 && reduce_stride % width == 0 &&
+                        (batch == 1 || batch_stride % width == 0)))
+    width /= 2;
+  ColumnArgs<in_t, acc_t, out_t> args{data, batch, reduce, columns, batch_stride, reduce_stride, width};
+  args.items = ceil_div(columns, args.width);
+  args.out = out;
+
+  int64_t values_left = 1;  // per column, after this pass
+  int64_t blocks = 0;
+  switch (kernel) {
+    case ColumnKernel::Short:
+      blocks = grid_stride_blocks(batch * args.items, kColumnThreads);
+      break;
+    case ColumnKernel::Block: {
+      const int64_t column_blocks = batch * ceil_div(args.items, kWarpSize);
+      args.run_chunks = tiles_fill_device(column_blocks, chunks) ? kFoldLength : 1;
+      values_left = ceil_div(chunks, args.run_chunks);
+      blocks = column_blocks * values_left;
+      break;
+    }
+    case ColumnKernel::Tile: {
+      args.row_lanes = tile_row_lanes(args.items);
+      const int64_t item_groups = batch * ceil_div(args.items, args.row_lanes);
+      if (tile_teams_stream(item_groups, args.row_lanes, chunks, bytes)) {
+        args.run_chunks = kFoldLength;
+        values_left = ceil_div(chunks, kFoldLength);
+        blocks = ceil_div(item_groups * values_left, tile_teams(args.row_lanes));
+      } else {
+        args.run_chunks = 1;
+        values_left = chunks;
+        blocks = ceil_div(item_groups * chunks, tile_lane_groups(args.row_lanes));
+      }
+      break;
+    }
+  }
   at::Tensor partials;
-  ColumnArgs<in_t, acc_t, out_t> args{data,         batch,  reduce,     columns, batch_stride, reduce_stride,
-                                      chunk_rows,   chunks, vectorized, nullptr, out};
-  if (chunks > 1) {
-    partials = at::empty({chunks * batch * columns},
+  if (values_left > 1) {
+    partials = at::empty({values_left * batch * columns},
                          at::TensorOptions().dtype(c10::CppTypeToScalarType<acc_t>::value).device(at::kCUDA, stream.device_index()));
     args.partials = partials.data_ptr<acc_t>();
   }
-  const int64_t work = batch * chunks * ceil_div(columns, vectorized ? kWidth : 1);
-  const auto blocks = static_cast<unsigned int>(grid_stride_blocks(work, kColumnThreads));
-  column_reduce_kernel<in_t, acc_t, out_t, Op><<<blocks, kColumnThreads, 0, stream.stream()>>>(args, op);
+  // Block and tile kernels loop over their blocks' work: the grid stays below 2^31.
+  const auto grid = static_cast<unsigned int>(std::max<int64_t>(1, std::min(blocks, static_cast<int64_t>(sm_count()) * kMaxBlocksPerSm)));
+  switch (kernel) {
+    case ColumnKernel::Short:
+      column_short_kernel<in_t, acc_t, out_t, Op><<<grid, kColumnThreads, 0, stream.stream()>>>(args, op);
+      break;
+    case ColumnKernel::Block:
+      column_block_kernel<in_t, acc_t, out_t, Op><<<grid, kColumnThreads, 0, stream.stream()>>>(args, op);
+      break;
+    case ColumnKernel::Tile:
+      column_tile_kernel<in_t, acc_t, out_t, Op><<<grid, kColumnThreads, 0, stream.stream()>>>(args, op);
+      break;
+  }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return partials;
 }
@@ -91,15 +137,14 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
 template <typename scalar_t, typename acc_t, typename out_t, typename Op>
 void launch_columns(const scalar_t* data, const ReduceLayout& layout, out_t* out, const Op& op,
                     const c10::cuda::CUDAStream& stream) {
-  at::Tensor partials =
-      launch_column_pass<scalar_t, acc_t, out_t>(data, layout.batch, layout.reduce, layout.inner, layout.batch_stride,
-                                                 layout.reduce_stride, kColumnChunk, out, op, stream);
-  // Later passes reduce [chunks, outputs] partials, contiguous.
+  at::Tensor partials = launch_column_pass<scalar_t, acc_t, out_t>(
+      data, layout.batch, layout.reduce, layout.inner, layout.batch_stride, layout.reduce_stride, out, op, stream);
+  // Later passes reduce [values, outputs] partials, contiguous.
   const int64_t outputs = layout.batch * layout.inner;
   while (partials.defined()) {
     const int64_t rows = partials.numel() / outputs;
-    partials = launch_column_pass<acc_t, acc_t, out_t>(partials.data_ptr<acc_t>(), 1, rows, outputs, 0, outputs,
-                                                       kPartialChunk, out, op, stream);
+    partials = launch_column_pass<acc_t, acc_t, out_t>(partials.data_ptr<acc_t>(), 1, rows, outputs, 0, outputs, out,
+                                                       op, stream);
   }
 }
 

@@ -1,0 +1,143 @@
+// Column reductions: the order they compute, and what their kernels share.
+//
+// Reduces strided columns: element (b, r, c) at b * batch_stride +
+// r * reduce_stride + c, reduced over r, with c contiguous.
+//
+// The order of a column's operations depends on its length R alone -- never
+// on the number of columns or batches, the alignment or the launch -- so
+// that sum(x[:, :k], 0) is sum(x, 0)[:k] bitwise (batch invariance). It is
+// defined level by level:
+//   one level folds each run of 64 consecutive values into one ("fold64"):
+//   slot s (0..7) folds values s, s + 8, ..., s + 56 in that order, and the
+//   eight slots are combined by the fixed tree ((p0 p4)(p2 p6))((p1 p5)(p3 p7));
+//   levels repeat on the results until one value is left.
+// The eight slots are independent, which lets three kernels compute that
+// same order, each where it reads memory best:
+//  - column_short_kernel.cuh (R <= 64, one level): a thread reads all R rows
+//    of a few adjacent columns, slot after slot.
+//  - column_block_kernel.cuh (many columns): the slots are a block's eight
+//    warps, each lane reads adjacent columns (a warp's load is 32 adjacent
+//    vectors), and the tree runs through shared memory.
+//  - column_tile_kernel.cuh (few columns): the slots are eight lanes of a
+//    warp, so that a warp reads consecutive rows, and the tree runs through
+//    shuffles.
+// The last two fold one level a pass, or two when a block (a team of lanes)
+// owns a whole tile of 64 chunks. A pass writes its results as a new column
+// problem [values, batch * columns] of accumulators, and passes repeat until
+// one value is left; the last one writes the output. launch_config.cuh
+// picks the kernel of each pass.
+#pragma once
+
+#include <type_traits>
+
+#include "primitives.cuh"
+
+namespace torch_reduce {
+namespace cuda {
+
+constexpr int kColumnThreads = 256;
+// Slots of a fold64, and the values one level folds into one.
+constexpr int kSlots = 8;
+constexpr int64_t kFoldLength = kSlots * kSlots;
+// Lanes of column_tile_kernel that share a row of a chunk: up to 4 items.
+constexpr int kMaxRowLanes = 4;
+
+// Columns read by one load: up to 16 bytes of input, and up to 32 bytes or 8
+// of accumulators per lane (so that column_block_kernel's shared memory and
+// tree threads suffice).
+template <typename in_t, typename acc_t>
+constexpr int column_width() {
+  constexpr int by_input = vector_width<in_t>();
+  constexpr int by_accumulator = 32 / sizeof(acc_t) < 8 ? 32 / sizeof(acc_t) : 8;
+  return by_input < by_accumulator ? by_input : by_accumulator;
+}
+
+// Calls f(std::integral_constant<int, W>{}) for the run-time item width W, a
+// power of two up to kMax: each width gets code of its own.
+template <int kMax, typename F>
+__device__ __forceinline__ void with_width(int width, F&& f) {
+  if constexpr (kMax > 1) {
+    if (width == kMax) {
+      f(std::integral_constant<int, kMax>{});
+    } else {
+      with_width<kMax / 2>(width, f);
+    }
+  } else {
+    f(std::integral_constant<int, 1>{});
+  }
+}
+
+template <typename acc_t, typename Op>
+__device__ __forceinline__ acc_t combine_slots(const acc_t (&p)[kSlots], const Op& op) {
+  return op.combine(op.combine(op.combine(p[0], p[4]), op.combine(p[2], p[6])),
+                    op.combine(op.combine(p[1], p[5]), op.combine(p[3], p[7])));
+}
+
+template <typename in_t, typename acc_t, typename out_t>
+struct ColumnArgs {
+  const in_t* data;
+  int64_t batch;
+  int64_t reduce;
+  int64_t columns;
+  int64_t batch_stride;
+  int64_t reduce_stride;
+  int width;          // columns per item, read by one load: a power of two up to column_width()
+  int64_t items;      // ceil(columns / width)
+  int row_lanes;      // tile kernel: items sharing a row of a chunk (1, 2 or 4)
+  int64_t run_chunks; // block and tile kernels: kFoldLength for two levels a pass, else one
+  acc_t* partials;    // [values left after this pass, batch * columns], unless it is the last pass
+  out_t* out;         // [batch * columns], on the last pass
+};
+
+// Writes an item of kItems columns: to the output (projected) on the last
+// pass, else to row `value_row` of the partials.
+template <int kItems, typename in_t, typename acc_t, typename out_t, typename Op>
+__device__ __forceinline__ void store_item(const ColumnArgs<in_t, acc_t, out_t>& args, bool last_pass,
+                                           int64_t value_row, int64_t output, const acc_t (&value)[kItems],
+                                           const Op& op) {
+  if (last_pass) {
+    Vector<out_t, kItems> v;
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) v.value[i] = static_cast<out_t>(op.project(value[i]));
+    store_vector(args.out + output, v);
+  } else {
+    Vector<acc_t, kItems> v;
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) v.value[i] = value[i];
+    store_vector(args.partials + value_row * args.batch * args.columns + output, v);
+  }
+}
+
+// Loads rows 0, 1, ..., count - 1 (count <= kSlots) of kItems adjacent
+// columns, `stride` elements apart: up to eight loads in flight.
+template <int kItems, typename in_t>
+__device__ __forceinline__ void load_rows(const in_t* base, int64_t stride, int count,
+                                          Vector<in_t, kItems> (&loaded)[kSlots]) {
+#pragma unroll
+  for (int k = 0; k < kSlots; ++k)
+    if (k < count) loaded[k] = load_vector<in_t, kItems>(base + k * stride);
+}
+
+// Folds the first `count` loaded rows into acc (one accumulator per column),
+// in row order; rows outer, so that each loaded vector dies once folded.
+template <int kItems, typename in_t, typename acc_t, typename Op>
+__device__ __forceinline__ void fold_rows(acc_t (&acc)[kItems], const Vector<in_t, kItems> (&loaded)[kSlots], int count,
+                                          const Op& op) {
+#pragma unroll
+  for (int k = 0; k < kSlots; ++k) {
+    if (k < count) {
+#pragma unroll
+      for (int i = 0; i < kItems; ++i) acc[i] = op.combine(acc[i], static_cast<acc_t>(loaded[k].value[i]));
+    }
+  }
+}
+
+// Rows of a chunk that slot s folds: s, s + 8, ... below `rows` (the rows
+// left from the chunk's first; a chunk has at most 64).
+__device__ __forceinline__ int slot_rows(int64_t rows, int s) {
+  const int chunk_rows = static_cast<int>(rows < kFoldLength ? rows : kFoldLength);
+  return chunk_rows > s ? (chunk_rows - s + kSlots - 1) / kSlots : 0;
+}
+
+}  // namespace cuda
+}  // namespace torch_reduce

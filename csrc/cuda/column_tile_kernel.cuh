@@ -1,0 +1,201 @@
+// column_tile_kernel: long columns, few of them; the eight slots of a chunk
+// are eight lanes of a warp (see column_fold.cuh for the order).
+#pragma once
+
+#include "column_fold.cuh"
+
+namespace torch_reduce {
+namespace cuda {
+
+// Few columns. A lane group of 8 x row_lanes lanes reads one chunk of 64
+// rows of row_lanes adjacent items (an item group) at a time: lane (slot s,
+// item c) folds rows s, s + 8, ..., s + 56 of item c, eight loads in flight,
+// and the slot tree runs across lanes 4, 2 and 1 slots apart (all lanes of a
+// warp take part in the shuffles, so the loops below are warp-uniform).
+//  - Two levels: a team of eight lane groups owns a tile (up to 64
+//    consecutive chunks) of an item group; lane group g folds chunks g,
+//    g + 8, ..., g + 56 -- slot g of the second level -- in registers, and
+//    after a barrier one thread per column combines the team's eight slots.
+//  - One level (inputs of few tiles): each lane group reads chunks on its
+//    own and writes their values out, for the next pass to fold.
+// The loads of a lane group's next chunk are issued before the current
+// chunk's shuffles, so that the lanes keep streaming.
+template <int kItems, typename acc_t, typename Op>
+__device__ __forceinline__ void slot_tree_across_lanes(acc_t (&acc)[kItems], int row_lanes, const Op& op) {
+#pragma unroll
+  for (int i = 0; i < kItems; ++i) {
+#pragma unroll
+    for (int offset = kSlots / 2; offset > 0; offset /= 2)
+      acc[i] = op.combine(acc[i], shuffle_xor(acc[i], offset * row_lanes, kWarpSize));
+  }
+}
+
+// Where a lane group reads: item `item` (of the lane) of chunk `chunk` in
+// batch b; `valid` is false past the end of the work.
+struct ChunkRef {
+  int64_t b;
+  int64_t chunk;
+  int64_t item;
+  bool valid;
+};
+
+template <int kItems, typename in_t, typename acc_t, typename out_t>
+__device__ __forceinline__ int load_chunk(const ColumnArgs<in_t, acc_t, out_t>& args, const ChunkRef& ref, int s,
+                                          Vector<in_t, kItems> (&loaded)[kSlots]) {
+  const bool active = ref.valid && ref.item < args.items;
+  const int count = active ? slot_rows(args.reduce - ref.chunk * kFoldLength, s) : 0;
+  const in_t* base = args.data + (active ? ref.b * args.batch_stride +
+                                               (ref.chunk * kFoldLength + s) * args.reduce_stride + ref.item * kItems
+                                         : 0);
+  load_rows(base, kSlots * args.reduce_stride, count, loaded);
+  return count;
+}
+
+template <int kItems, int kWidth, typename in_t, typename acc_t, typename out_t, typename Op>
+__device__ __forceinline__ void tile_two_levels(const ColumnArgs<in_t, acc_t, out_t>& args, const Op& op,
+                                                acc_t* team_slots) {
+  const int row_lanes = args.row_lanes;
+  const int lane = threadIdx.x % kWarpSize;
+  const int c = lane % row_lanes;
+  const int s = (lane / row_lanes) % kSlots;
+  const int group = threadIdx.x / (kSlots * row_lanes);
+  const int teams = kColumnThreads / (kSlots * kSlots * row_lanes);
+  const int team = group / kSlots;
+  const int slot2 = group % kSlots;
+
+  const int64_t chunks = (args.reduce + kFoldLength - 1) / kFoldLength;
+  const int64_t tiles = (chunks + kFoldLength - 1) / kFoldLength;
+  const int64_t item_groups = (args.items + row_lanes - 1) / row_lanes;
+  const int64_t units = args.batch * tiles * item_groups;  // (batch, tile, item group), item groups fastest
+  const bool last_pass = tiles == 1;
+
+  // Chunk m * 8 + slot2 of the tile of unit u, for lane item c.
+  auto chunk_of = [&](int64_t u, int m) {
+    ChunkRef r;
+    const int64_t tile = (u / item_groups) % tiles;
+    r.b = u / (item_groups * tiles);
+    r.item = (u % item_groups) * row_lanes + c;
+    r.chunk = tile * kFoldLength + m * kSlots + slot2;
+    r.valid = u < units && r.chunk < chunks && m * kSlots + slot2 < kFoldLength;
+    return r;
+  };
+
+  for (int64_t first = static_cast<int64_t>(blockIdx.x) * teams; first < units;
+       first += static_cast<int64_t>(gridDim.x) * teams) {
+    const int64_t u = first + team;
+    const int64_t tile = (u / item_groups) % tiles;
+    const int tile_chunks = static_cast<int>(chunks - tile * kFoldLength < kFoldLength ? chunks - tile * kFoldLength
+                                                                                      : kFoldLength);
+    const int rounds = u < units ? (tile_chunks + kSlots - 1) / kSlots : 0;  // uniform across the team
+    Vector<in_t, kItems> loaded[kSlots];
+    int count = load_chunk(args, chunk_of(u, 0), s, loaded);
+    acc_t level2[kItems];
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) level2[i] = op.identity();
+    for (int m = 0; m < rounds; ++m) {
+      acc_t acc[kItems];
+#pragma unroll
+      for (int i = 0; i < kItems; ++i) acc[i] = op.identity();
+      fold_rows(acc, loaded, count, op);
+      if (m + 1 < rounds) count = load_chunk(args, chunk_of(u, m + 1), s, loaded);
+      slot_tree_across_lanes(acc, row_lanes, op);
+      if (m * kSlots + slot2 < tile_chunks) {
+#pragma unroll
+        for (int i = 0; i < kItems; ++i) level2[i] = op.combine(level2[i], acc[i]);
+      }
+    }
+    if (s == 0) {
+#pragma unroll
+      for (int i = 0; i < kItems; ++i) team_slots[((team * kSlots + slot2) * row_lanes + c) * kWidth + i] = level2[i];
+    }
+    __syncthreads();
+    // One thread per (team, item, column) combines the team's eight slots.
+    const int e = threadIdx.x;
+    const int e_team = e / (row_lanes * kWidth);
+    const int e_item = (e / kWidth) % row_lanes;
+    const int i = e % kWidth;
+    const int64_t e_unit = first + e_team;
+    if (e_team < teams && i < kItems && e_unit < units) {
+      const int64_t item = (e_unit % item_groups) * row_lanes + e_item;
+      if (item < args.items) {
+        acc_t p[kSlots];
+#pragma unroll
+        for (int slot = 0; slot < kSlots; ++slot)
+          p[slot] = team_slots[((e_team * kSlots + slot) * row_lanes + e_item) * kWidth + i];
+        const acc_t value = combine_slots(p, op);
+        const int64_t b = e_unit / (item_groups * tiles);
+        const int64_t output = b * args.columns + item * kItems + i;
+        if (last_pass) {
+          args.out[output] = static_cast<out_t>(op.project(value));
+        } else {
+          args.partials[((e_unit / item_groups) % tiles) * args.batch * args.columns + output] = value;
+        }
+      }
+    }
+    __syncthreads();  // team_slots is refilled by the next tiles
+  }
+}
+
+template <int kItems, typename in_t, typename acc_t, typename out_t, typename Op>
+__device__ __forceinline__ void tile_one_level(const ColumnArgs<in_t, acc_t, out_t>& args, const Op& op) {
+  const int row_lanes = args.row_lanes;
+  const int lane = threadIdx.x % kWarpSize;
+  const int c = lane % row_lanes;
+  const int s = (lane / row_lanes) % kSlots;
+  const int groups_per_warp = kWarpSize / (kSlots * row_lanes);
+  const int64_t warp = (static_cast<int64_t>(blockIdx.x) * kColumnThreads + threadIdx.x) / kWarpSize;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * (kColumnThreads / kWarpSize);
+  const int group_in_warp = lane / (kSlots * row_lanes);
+
+  const int64_t chunks = (args.reduce + kFoldLength - 1) / kFoldLength;
+  const int64_t item_groups = (args.items + row_lanes - 1) / row_lanes;
+  const int64_t units = args.batch * chunks * item_groups;  // (batch, chunk, item group), item groups fastest
+  const bool last_pass = chunks == 1;
+
+  auto chunk_of = [&](int64_t u) {
+    ChunkRef r;
+    r.chunk = (u / item_groups) % chunks;
+    r.b = u / (item_groups * chunks);
+    r.item = (u % item_groups) * row_lanes + c;
+    r.valid = u < units;
+    return r;
+  };
+
+  int64_t first = warp * groups_per_warp;  // the warp's first unit; uniform across the warp
+  if (first >= units) return;
+  ChunkRef current = chunk_of(first + group_in_warp);
+  Vector<in_t, kItems> loaded[kSlots];
+  int count = load_chunk(args, current, s, loaded);
+  for (;;) {
+    acc_t acc[kItems];
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) acc[i] = op.identity();
+    fold_rows(acc, loaded, count, op);
+    const int64_t next_first = first + warps * groups_per_warp;
+    const ChunkRef next = chunk_of(next_first + group_in_warp);
+    if (next_first < units) count = load_chunk(args, next, s, loaded);
+    slot_tree_across_lanes(acc, row_lanes, op);
+    if (s == 0 && current.valid && current.item < args.items)
+      store_item(args, last_pass, current.chunk, current.b * args.columns + current.item * kItems, acc, op);
+    if (next_first >= units) break;
+    first = next_first;
+    current = next;
+  }
+}
+
+template <typename in_t, typename acc_t, typename out_t, typename Op>
+__global__ void __launch_bounds__(kColumnThreads, 2) column_tile_kernel(ColumnArgs<in_t, acc_t, out_t> args, Op op) {
+  constexpr int kWidth = column_width<in_t, acc_t>();
+  // Each team's eight second-level slots: teams x 8 x row_lanes = 32 lane groups' worth.
+  __shared__ acc_t team_slots[kColumnThreads / kSlots * kWidth];
+  with_width<kWidth>(args.width, [&](auto width) {
+    if (args.run_chunks == kFoldLength) {
+      tile_two_levels<decltype(width)::value, kWidth>(args, op, team_slots);
+    } else {
+      tile_one_level<decltype(width)::value>(args, op);
+    }
+  });
+}
+
+}  // namespace cuda
+}  // namespace torch_reduce
