@@ -85,11 +85,29 @@ def dims_tables(data):
               f"{o['us'] / t['us']:.2f} | {o['gbps']:.0f} |")
 
 
+def dims_sum_table(data):
+    """The README's compact table: sum only, float32 and bfloat16 side by side."""
+    cells = {(tuple(r["shape"]), r["dim"], r["dtype"]): r for r in data["results"] if r["op"] == "sum"}
+    keys = list(dict.fromkeys((shape, dim) for shape, dim, _ in cells))
+    print("| shape | dim | float32 us (ours/torch) | float32 GB/s | bfloat16 us (ours/torch) | bfloat16 GB/s |")
+    print("|---|---|---|---|---|---|")
+    for shape, dim in keys:
+        line = f"| {'x'.join(str(s) for s in shape)} | {dim} |"
+        for dtype in ("float32", "bfloat16"):
+            r = cells.get((shape, dim, dtype))
+            if r is None:
+                line += " | |"
+                continue
+            t, o = r["torch"], r["ours"]
+            line += f" {o['us']:.3g} ({o['us'] / t['us']:.2f}) | {o['gbps']:.0f} |"
+        print(line)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kind", default="h100", help="device kind in the file names")
     kind = parser.parse_args().kind
-    for name, table in (("sum", sum_tables), ("ladder", ladder_tables), ("dims", dims_tables)):
+    for name, table in (("sum", sum_tables), ("ladder", ladder_tables), ("dims", dims_sum_table), ("dims", dims_tables)):
         data = load(name, kind)
         if data is None:
             continue
