@@ -1,8 +1,8 @@
 // Routes a ReduceLayout to the kernel that reads it at full bandwidth:
 //   full reductions and long rows -> split_row_reduce_kernel (one launch)
 //   shorter rows                  -> row_reduce_kernel
-//   strided columns               -> column_wide_kernel / column_tile_kernel,
-//                                    pass after pass
+//   strided columns               -> column_short_kernel, column_block_kernel
+//                                    or column_tile_kernel, pass after pass
 // Included by one translation unit per ReduceKind (reduce_<kind>.cu).
 #pragma once
 
