@@ -54,9 +54,8 @@ __device__ __forceinline__ void block_columns(const ColumnArgs<in_t, acc_t, out_
   // The rows this warp reads of chunk j of a run.
   auto load_step = [&](const BlockRun& r, int j, Vector<in_t, kItems>(&loaded)[kSlots]) {
     const int64_t chunk = r.first_chunk + j;
-    const int64_t rows = args.reduce - chunk * kFoldLength < kFoldLength ? args.reduce - chunk * kFoldLength : kFoldLength;
     const bool item_active = r.first_item + lane < args.items;
-    const int count = item_active ? slot_rows(rows, s) : 0;
+    const int count = item_active ? slot_rows(args.reduce - chunk * kFoldLength, s) : 0;
     const in_t* base = args.data + (item_active ? r.b * args.batch_stride + (chunk * kFoldLength + s) * args.reduce_stride +
                                                       (r.first_item + lane) * kItems
                                                 : 0);

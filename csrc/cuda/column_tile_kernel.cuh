@@ -76,7 +76,7 @@ __device__ __forceinline__ void tile_two_levels(const ColumnArgs<in_t, acc_t, ou
     r.b = u / (item_groups * tiles);
     r.item = (u % item_groups) * row_lanes + c;
     r.chunk = tile * kFoldLength + m * kSlots + slot2;
-    r.valid = u < units && r.chunk < chunks && m * kSlots + slot2 < kFoldLength;
+    r.valid = u < units && r.chunk < chunks;
     return r;
   };
 
@@ -122,14 +122,9 @@ __device__ __forceinline__ void tile_two_levels(const ColumnArgs<in_t, acc_t, ou
 #pragma unroll
         for (int slot = 0; slot < kSlots; ++slot)
           p[slot] = team_slots[((e_team * kSlots + slot) * row_lanes + e_item) * kWidth + i];
-        const acc_t value = combine_slots(p, op);
+        const acc_t value[1] = {combine_slots(p, op)};
         const int64_t b = e_unit / (item_groups * tiles);
-        const int64_t output = b * args.columns + item * kItems + i;
-        if (last_pass) {
-          args.out[output] = static_cast<out_t>(op.project(value));
-        } else {
-          args.partials[((e_unit / item_groups) % tiles) * args.batch * args.columns + output] = value;
-        }
+        store_item(args, last_pass, (e_unit / item_groups) % tiles, b * args.columns + item * kItems + i, value, op);
       }
     }
     __syncthreads();  // team_slots is refilled by the next tiles

@@ -87,7 +87,7 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
   int64_t blocks = 0;
   switch (kernel) {
     case ColumnKernel::Short:
-      blocks = grid_stride_blocks(batch * args.items, kColumnThreads);
+      blocks = ceil_div(batch * args.items, kColumnThreads);
       break;
     case ColumnKernel::Block: {
       const int64_t column_blocks = batch * ceil_div(args.items, kWarpSize);
@@ -117,7 +117,7 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
                          at::TensorOptions().dtype(c10::CppTypeToScalarType<acc_t>::value).device(at::kCUDA, stream.device_index()));
     args.partials = partials.data_ptr<acc_t>();
   }
-  // Block and tile kernels loop over their blocks' work: the grid stays below 2^31.
+  // The kernels loop over their blocks' work: the grid stays below 2^31.
   const auto grid = static_cast<unsigned int>(std::max<int64_t>(1, std::min(blocks, static_cast<int64_t>(sm_count()) * kMaxBlocksPerSm)));
   switch (kernel) {
     case ColumnKernel::Short:
