@@ -10,6 +10,8 @@
 #include <torch/autograd.h>
 #include <torch/library.h>
 
+#include "op_handles.h"
+
 namespace torch_reduce {
 namespace {
 
@@ -50,30 +52,6 @@ at::Tensor broadcast_back(AutogradContext* ctx, const at::Tensor& grad) {
   return with_reduced_dims(grad, dims, ctx->saved_data["keepdim"].toBool()).expand(sizes).to(dtype);
 }
 
-c10::OperatorHandle op_handle(const char* name) {
-  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "");
-}
-
-// The ops below autograd, looked up once.
-using SumSignature = at::Tensor(const at::Tensor&, at::OptionalIntArrayRef, bool, std::optional<at::ScalarType>,
-                                std::optional<std::string>);
-using MeanSignature = at::Tensor(const at::Tensor&, at::OptionalIntArrayRef, bool, std::optional<at::ScalarType>);
-using ExtremumSignature = at::Tensor(const at::Tensor&, at::IntArrayRef, bool);
-
-const c10::TypedOperatorHandle<SumSignature>& sum_op() {
-  static const auto handle = op_handle("torch_reduce::sum").typed<SumSignature>();
-  return handle;
-}
-const c10::TypedOperatorHandle<MeanSignature>& mean_op() {
-  static const auto handle = op_handle("torch_reduce::mean").typed<MeanSignature>();
-  return handle;
-}
-template <const char* kOpName>
-const c10::TypedOperatorHandle<ExtremumSignature>& extremum_op() {
-  static const auto handle = op_handle(kOpName).typed<ExtremumSignature>();
-  return handle;
-}
-
 struct SumFunction : public torch::autograd::Function<SumFunction> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                             std::optional<at::ScalarType> dtype, std::optional<std::string> algorithm) {
@@ -105,13 +83,15 @@ struct MeanFunction : public torch::autograd::Function<MeanFunction> {
 };
 
 // amax and amin share everything but the op they call.
-template <const char* kOpName>
-struct ExtremumFunction : public torch::autograd::Function<ExtremumFunction<kOpName>> {
+using ExtremumOp = const c10::TypedOperatorHandle<ExtremumSignature>& (*)();
+
+template <ExtremumOp extremum_op>
+struct ExtremumFunction : public torch::autograd::Function<ExtremumFunction<extremum_op>> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
     at::Tensor result;
     {
       at::AutoDispatchBelowADInplaceOrView guard;
-      result = extremum_op<kOpName>().call(self, dim, keepdim);
+      result = extremum_op().call(self, dim, keepdim);
     }
     save_shape(ctx, self, dim, keepdim);
     ctx->save_for_backward({self, result});
@@ -126,9 +106,6 @@ struct ExtremumFunction : public torch::autograd::Function<ExtremumFunction<kOpN
     return {hits * (with_reduced_dims(grads[0], dims, keepdim) / ties), at::Tensor(), at::Tensor()};
   }
 };
-
-constexpr char kAmax[] = "torch_reduce::amax";
-constexpr char kAmin[] = "torch_reduce::amin";
 
 // Calls that cannot need a gradient skip the Function (and its context) and go
 // straight to the kernel: the common inference case stays cheap.
@@ -150,13 +127,13 @@ at::Tensor mean_autograd(const at::Tensor& self, at::OptionalIntArrayRef dim, bo
   }
   return MeanFunction::apply(self, dim, keepdim, dtype);
 }
-template <const char* kOpName>
+template <ExtremumOp extremum_op>
 at::Tensor extremum_autograd(const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
   if (!needs_grad(self)) {
     at::AutoDispatchBelowADInplaceOrView guard;
-    return extremum_op<kOpName>().call(self, dim, keepdim);
+    return extremum_op().call(self, dim, keepdim);
   }
-  return ExtremumFunction<kOpName>::apply(self, dim, keepdim);
+  return ExtremumFunction<extremum_op>::apply(self, dim, keepdim);
 }
 
 }  // namespace
@@ -164,8 +141,8 @@ at::Tensor extremum_autograd(const at::Tensor& self, at::IntArrayRef dim, bool k
 TORCH_LIBRARY_IMPL(torch_reduce, Autograd, m) {
   m.impl("sum", &sum_autograd);
   m.impl("mean", &mean_autograd);
-  m.impl("amax", &extremum_autograd<kAmax>);
-  m.impl("amin", &extremum_autograd<kAmin>);
+  m.impl("amax", &extremum_autograd<amax_op>);
+  m.impl("amin", &extremum_autograd<amin_op>);
 }
 
 }  // namespace torch_reduce

@@ -1,15 +1,18 @@
-// The op schemas of torch_reduce and the stub Python module that loads them.
+// The op schemas of torch_reduce and the Python module that loads them.
 // Kernels are registered per backend (cpu/reduce_cpu.cpp, cuda/reduce_cuda.cu).
 #include <Python.h>
 #include <torch/library.h>
 
 #include "algorithm.h"
+#include "python_fast_path.h"
 
 extern "C" {
-// `import torch_reduce._C` only needs to load this library so that the
-// registrations below run; the ops are reached through torch.ops.
+// `import torch_reduce._C` loads this library, so that the registrations
+// below run. The ops are reached through torch.ops; the module's own
+// functions are their fast path from Python.
 PyObject* PyInit__C(void) {
-  static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_C", nullptr, -1, nullptr};
+  static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_C", nullptr, -1,
+                                          torch_reduce::fast_path_methods()};
   return PyModule_Create(&module_def);
 }
 }

@@ -4,6 +4,7 @@ from typing import List, Optional, Sequence, Union
 
 import torch
 
+from . import _C
 from . import _library  # noqa: F401
 from . import selection as _selection
 
@@ -14,6 +15,18 @@ _sum = torch.ops.torch_reduce.sum.default
 _mean = torch.ops.torch_reduce.mean.default
 _amax = torch.ops.torch_reduce.amax.default
 _amin = torch.ops.torch_reduce.amin.default
+_is_compiling = torch.compiler.is_compiling
+
+# The fast path (csrc/python_fast_path.cpp) takes the common call form,
+# op(tensor, dim, keepdim), straight into the dispatcher; it returns
+# NotImplemented for anything it does not take (a __torch_function__
+# subclass, an active torch function mode, other argument types), and the
+# torch.ops overload above handles those. torch.compile traces the torch.ops
+# path: it cannot see into a C function.
+_fast_sum = _C.sum
+_fast_mean = _C.mean
+_fast_amax = _C.amax
+_fast_amin = _C.amin
 
 
 def _dim_list(dim: DimArg) -> Optional[List[int]]:
@@ -42,6 +55,10 @@ def sum(
     when None, the default set by torch_reduce.use_algorithm applies to full
     reductions of CUDA tensors.
     """
+    if dtype is None and algorithm is None and _selection.default is None and not _is_compiling():
+        result = _fast_sum(input, dim, keepdim)
+        if result is not NotImplemented:
+            return result
     dims = _dim_list(dim)
     if algorithm is None and _selection.default is not None and input.is_cuda and _reduces_all(input, dims):
         algorithm = _selection.default
@@ -52,16 +69,28 @@ def sum(
 
 def mean(input: torch.Tensor, dim: DimArg = None, keepdim: bool = False, *, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
     """Like torch.mean(input, dim, keepdim, dtype=dtype)."""
+    if dtype is None and not _is_compiling():
+        result = _fast_mean(input, dim, keepdim)
+        if result is not NotImplemented:
+            return result
     return _mean(input, _dim_list(dim), keepdim, dtype=dtype)
 
 
 def amax(input: torch.Tensor, dim: DimArg = (), keepdim: bool = False) -> torch.Tensor:
     """Like torch.amax(input, dim, keepdim): NaN propagates."""
+    if not _is_compiling():
+        result = _fast_amax(input, dim, keepdim)
+        if result is not NotImplemented:
+            return result
     return _amax(input, _dim_list(dim) or [], keepdim)
 
 
 def amin(input: torch.Tensor, dim: DimArg = (), keepdim: bool = False) -> torch.Tensor:
     """Like torch.amin(input, dim, keepdim): NaN propagates."""
+    if not _is_compiling():
+        result = _fast_amin(input, dim, keepdim)
+        if result is not NotImplemented:
+            return result
     return _amin(input, _dim_list(dim) or [], keepdim)
 
 

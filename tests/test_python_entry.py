@@ -1,0 +1,111 @@
+"""The Python entry points: torch_reduce.{sum,mean,amax,amin} take the common call form
+op(tensor, dim, keepdim) through a fast path (torch_reduce._C) that enters the dispatcher
+directly. It must give what the torch.ops overload gives, and decline -- returning
+NotImplemented, so that the wrapper takes the torch.ops path -- whatever it does not handle
+itself: __torch_function__ subclasses, torch function modes, other argument types.
+"""
+import pytest
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import torch_reduce
+from cases import _id
+
+OPS = ["sum", "mean", "amax", "amin"]
+DIMS = [None, 0, -1, [0, 2], (1,), [], ()]
+
+
+def _torch_ops_call(op, x, dim, keepdim):
+    """The same call through the torch.ops overload, with dim as a list (None for sum/mean's default)."""
+    dims = [dim] if isinstance(dim, int) else (None if dim is None else list(dim))
+    if op in ("amax", "amin") and dims is None:
+        dims = []
+    return getattr(torch.ops.torch_reduce, op).default(x, dims, keepdim)
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("dim", DIMS, ids=_id)
+@pytest.mark.parametrize("keepdim", [False, True], ids=["nokeep", "keepdim"])
+def test_fast_path_matches_torch_ops(device, op, dim, keepdim, make_input, bitwise_equal):
+    x = make_input((3, 4, 5), torch.float32, device)
+    fast = getattr(torch_reduce._C, op)(x, dim, keepdim)
+    assert fast is not NotImplemented
+    reference = _torch_ops_call(op, x, dim, keepdim)
+    bitwise_equal(fast, reference)
+    bitwise_equal(getattr(torch_reduce, op)(x, dim, keepdim), reference)
+
+
+class Recorded(torch.Tensor):
+    """A subclass whose __torch_function__ records the functions it sees."""
+
+    seen = []
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        cls.seen.append(func)
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+DECLINED = {
+    "float dim": lambda x: (x, 1.0, False),
+    "str in dims": lambda x: (x, [0, "a"], False),
+    "int keepdim": lambda x: (x, 0, 1),
+    "dim past int64": lambda x: (x, 2**70, False),
+    "torch.Size dims": lambda x: (x, torch.Size([0]), False),
+    "two arguments": lambda x: (x, None),
+    "not a tensor": lambda x: (x.tolist(), None, False),
+    "subclass": lambda x: (x.as_subclass(Recorded), None, False),
+}
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("form", list(DECLINED))
+def test_fast_path_declines_other_forms(op, form, make_input):
+    x = make_input((3, 4), torch.float32, "cpu")
+    assert getattr(torch_reduce._C, op)(*DECLINED[form](x)) is NotImplemented
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_fast_path_declines_under_a_torch_function_mode(op, make_input):
+    x = make_input((3, 4), torch.float32, "cpu")
+    with TorchFunctionMode():
+        assert getattr(torch_reduce._C, op)(x, None, False) is NotImplemented
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_torch_function_subclass_sees_the_op(device, op, make_input):
+    x = make_input((3, 4), torch.float32, device).as_subclass(Recorded)
+    Recorded.seen = []
+    getattr(torch_reduce, op)(x, 0)
+    assert getattr(torch.ops.torch_reduce, op).default in Recorded.seen
+
+
+class RecordFunctions(TorchFunctionMode):
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.seen.append(func)
+        return func(*args, **(kwargs or {}))
+
+
+class RecordOps(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.seen.append(func)
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("mode", [RecordFunctions, RecordOps], ids=["torch_function_mode", "torch_dispatch_mode"])
+def test_modes_see_the_op(device, op, mode, make_input, check):
+    x = make_input((3, 4), torch.float32, device)
+    with mode() as recorder:
+        result = getattr(torch_reduce, op)(x, 1)
+    assert getattr(torch.ops.torch_reduce, op).default in recorder.seen
+    torch.testing.assert_close(result, getattr(torch, op)(x, 1))
