@@ -3,12 +3,14 @@
     python benchmarks/summarize.py [--kind h100]
 
 Reads results/{sum,ladder,dims}_<kind>.json (written by bench_sum.py,
-bench_ladder.py and bench_dims.py) and prints the tables that the README
+bench_ladder.py and bench_dims.py) and results/full_combine_<kind>.txt
+(written by probes/full_combine.cu), and prints the tables that the README
 quotes, so that every figure there comes from a committed file.
 """
 import argparse
 import json
 import math
+import re
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -103,6 +105,33 @@ def dims_sum_table(data):
         print(line)
 
 
+COMBINE_MODES = {0: "no combine (floor)", 1: "ticket, acq_rel", 2: "ticket, fence", 3: "flags, block 0 polls",
+                 4: "flags, last block polls", 5: "one cluster, DSMEM", 6: "clusters + flags"}
+
+
+def combine_table(kind):
+    """probes/full_combine.cu: per size, the best time of each way to end the launch (us)."""
+    path = RESULTS / f"full_combine_{kind}.txt"
+    if not path.exists():
+        return
+    best, empty = {}, None
+    for line in path.read_text().splitlines():
+        if line.startswith("empty "):
+            empty = float(line.split()[1])
+        m = re.match(r"(\d+) mode=(\d) .* us=([\d.]+) ok$", line)
+        if m:
+            key = (int(m.group(1)), int(m.group(2)))
+            best[key] = min(best.get(key, math.inf), float(m.group(3)))
+    sizes = sorted({size for size, _ in best})
+    print(f"\n### full_combine ({path.name}; an empty kernel: {empty} us)\n")
+    print("Best time per call over the launch shapes tried, us")
+    print()
+    print("| end of the launch | " + " | ".join(f"{s // 1024} KiB" if s < 2**20 else f"{s >> 20} MiB" for s in sizes) + " |")
+    print("|---|" + "---|" * len(sizes))
+    for mode, name in COMBINE_MODES.items():
+        print(f"| {mode} {name} | " + " | ".join(f"{best[(s, mode)]:.2f}" if (s, mode) in best else "-" for s in sizes) + " |")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kind", default="h100", help="device kind in the file names")
@@ -114,6 +143,7 @@ def main():
         print(f"\n### {name} ({data['metadata']['device']['name']}, torch {data['metadata']['torch_version']}, "
               f"{data['metadata']['date'][:10]}: `{data['metadata']['command']}`)\n")
         table(data)
+    combine_table(kind)
 
 
 if __name__ == "__main__":
