@@ -344,11 +344,32 @@ void reduce_blocks(int64_t units, int64_t blocks, int64_t width,
   }
 }
 
+// Rows shorter than one set of lanes: fold_run's lanes would all stay at the
+// identity, so a row is its elements folded in sequence from the identity.
+// Here that takes a few instructions a row instead of fold_run's set-up and
+// lane tree, and many rows per vectorised call.
+template <typename scalar_t, typename acc_t, typename out_t, typename Op>
+void reduce_short_rows(const scalar_t* data, const ReduceLayout& layout, out_t* out, const Op& op) {
+  const int64_t reduce = layout.reduce, stride = layout.batch_stride;
+  const int64_t grain = ceil_div(at::internal::GRAIN_SIZE, reduce);
+  at::parallel_for(0, layout.batch, grain, [&](int64_t begin, int64_t end) {
+    run_vectorised([&] {
+      for (int64_t row = begin; row < end; ++row) {
+        const scalar_t* x = data + row * stride;
+        acc_t acc = op.identity();
+        for (int64_t i = 0; i < reduce; ++i) acc = op.combine(acc, widen<acc_t>(x[i]));
+        out[row] = static_cast<out_t>(op.project(acc));
+      }
+    });
+  });
+}
+
 // Inner: one unit per output row, blocks of kRowBlock contiguous elements.
 template <typename scalar_t, typename acc_t, typename out_t, typename Op>
 void reduce_rows(const scalar_t* data, const ReduceLayout& layout, out_t* out,
                  const Op& op) {
   const int64_t reduce = layout.reduce;
+  if (reduce < kLanes<acc_t>) return reduce_short_rows<scalar_t, acc_t, out_t>(data, layout, out, op);
   reduce_blocks<acc_t>(
       layout.batch, ceil_div(reduce, kRowBlock), /*width=*/1,
       std::min(reduce, kRowBlock), op,
