@@ -1,5 +1,5 @@
 """torch_reduce.mean / amax / amin against torch.mean / torch.amax / torch.amin,
-and batch invariance of the dim reductions on CUDA.
+and batch invariance of the dim reductions, on the CPU and CUDA.
 
 mean: floating results compared with the float64 mean (tolerance scaled to the
 dtype and to mean|x|); amax/amin: exactly torch's result (NaN propagates).
@@ -353,7 +353,7 @@ def test_poisoned_memory(device, op, shape, dim, make_input, check, poison):
 
 
 # --------------------------------------------------------------------------- #
-# Batch invariance (CUDA): each output is computed independently of the others
+# Batch invariance: each output is computed independently of the others
 # --------------------------------------------------------------------------- #
 ROW_SHAPES = [(4099, n) for n in (2, 3, 4, 5, 7, 8, 16, 17, 31, 32)] + [(4099, 33), (1024, 1025), (300, 100000)]
 COL_SHAPES = [(n, 4099) for n in (2, 3, 4, 5, 7, 8, 16, 17, 31, 32)] + [(33, 4099), (1025, 1024), (100000, 300)]
@@ -364,12 +364,11 @@ def _ks(total):
     return sorted({1, 2, 7, 33, total // 2 + 1, total - 1} & set(range(1, total)))
 
 
-@pytest.mark.requires_cuda
 @pytest.mark.parametrize("dtype", BATCH_DTYPES, ids=_id)
 @pytest.mark.parametrize("shape", ROW_SHAPES, ids=_id)
-def test_batch_invariance_rows(cuda_device, dtype, shape, make_input, bitwise_equal):
+def test_batch_invariance_rows(device, dtype, shape, make_input, bitwise_equal):
     """sum(x[:k], dim=1) == sum(x, dim=1)[:k] bitwise, for every k (also mean and amax)."""
-    x = make_input(shape, dtype, cuda_device)
+    x = make_input(shape, dtype, device)
     full = {
         "sum": torch_reduce.sum(x, dim=1),
         "mean": torch_reduce.mean(x, dim=1),
@@ -383,25 +382,23 @@ def test_batch_invariance_rows(cuda_device, dtype, shape, make_input, bitwise_eq
         bitwise_equal(torch_reduce.amax(part, dim=1), full["amax"][:k], f"amax k={k}")
 
 
-@pytest.mark.requires_cuda
 @pytest.mark.parametrize("dtype", BATCH_DTYPES, ids=_id)
 @pytest.mark.parametrize("width,used", [(9, 8), (33, 32), (1027, 1024)], ids=_id)
-def test_batch_invariance_rows_of_a_strided_view(cuda_device, dtype, width, used, make_input, bitwise_equal):
+def test_batch_invariance_rows_of_a_strided_view(device, dtype, width, used, make_input, bitwise_equal):
     """Rows whose stride breaks 16-byte alignment: one row alone (which is aligned) is
     summed in the same order as the same row among all the others."""
-    x = make_input((64, width), dtype, cuda_device)[:, :used]
+    x = make_input((64, width), dtype, device)[:, :used]
     full = torch_reduce.sum(x, dim=1)
     for k in (1, 2, 5):
         bitwise_equal(torch_reduce.sum(x[:k], dim=1), full[:k], f"k={k}")
         bitwise_equal(torch_reduce.sum(x[k : k + 1], dim=1), full[k : k + 1], f"row {k} alone")
 
 
-@pytest.mark.requires_cuda
 @pytest.mark.parametrize("dtype", BATCH_DTYPES, ids=_id)
 @pytest.mark.parametrize("shape", COL_SHAPES, ids=_id)
-def test_batch_invariance_columns(cuda_device, dtype, shape, make_input, bitwise_equal):
+def test_batch_invariance_columns(device, dtype, shape, make_input, bitwise_equal):
     """sum(x[:, :k], 0) == sum(x, 0)[:k] bitwise, for every k (strided slice and contiguous copy)."""
-    x = make_input(shape, dtype, cuda_device)
+    x = make_input(shape, dtype, device)
     full = torch_reduce.sum(x, 0)
     full_mean = torch_reduce.mean(x, 0)
     for k in _ks(shape[1]):

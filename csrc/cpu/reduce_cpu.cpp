@@ -238,6 +238,39 @@ void fold_columns(const scalar_t* x, int64_t rows, int64_t row_stride,
   }
 }
 
+// Column blocks of up to kNarrowColumns columns are folded kSideBySide at a
+// time: one block's fold is a chain of dependent adds per column, too few
+// chains to keep the adders busy, and the blocks' chains are independent.
+constexpr int64_t kNarrowColumns = 8;
+constexpr int64_t kSideBySide = 8;
+
+// kSideBySide consecutive blocks of kColumnBlock rows of kWidth columns,
+// each folded exactly as fold_columns folds it (top to bottom from the
+// identity); block k's results go to acc[k * kWidth, (k + 1) * kWidth).
+template <int kWidth, typename scalar_t, typename acc_t, typename Op>
+void fold_column_blocks_side_by_side(const scalar_t* x, int64_t row_stride, acc_t* acc, const Op& op) {
+  acc_t a[kSideBySide][kWidth];
+  for (int k = 0; k < kSideBySide; ++k)
+    for (int c = 0; c < kWidth; ++c) a[k][c] = op.identity();
+  for (int64_t r = 0; r < kColumnBlock; ++r) {
+    for (int k = 0; k < kSideBySide; ++k) {
+      const scalar_t* __restrict row = x + (k * kColumnBlock + r) * row_stride;
+      for (int c = 0; c < kWidth; ++c) a[k][c] = op.combine(a[k][c], widen<acc_t>(row[c]));
+    }
+  }
+  for (int k = 0; k < kSideBySide; ++k)
+    for (int c = 0; c < kWidth; ++c) acc[k * kWidth + c] = a[k][c];
+}
+
+// fold_column_blocks_side_by_side for the run-time width (1 to kMax).
+template <int kMax, typename scalar_t, typename acc_t, typename Op>
+void fold_narrow_column_blocks(const scalar_t* x, int64_t row_stride, int64_t width, acc_t* acc, const Op& op) {
+  if constexpr (kMax > 1) {
+    if (width < kMax) return fold_narrow_column_blocks<kMax - 1>(x, row_stride, width, acc, op);
+  }
+  fold_column_blocks_side_by_side<kMax>(x, row_stride, acc, op);
+}
+
 // Combines the results of blocks 0, 1, 2, ... pairwise as they arrive, in
 // O(log blocks) space: a binary counter merges each complete pair of equal
 // subtrees, and finish() merges what is left, last first. The tree depends
@@ -286,12 +319,34 @@ class PairwiseCombiner {
 
 // The schedule shared by both layouts: `units` independent groups of `width`
 // outputs, each made of `blocks` blocks of about `block_work` elements.
-// leaf(unit, block, acc) writes a block's `width` results; store(unit, acc)
-// writes a unit's outputs from its combined results.
+// leaf(unit, block, count, acc) writes the `width` results of each of blocks
+// block, ..., block + count - 1, one after the other (count is at most
+// `leaf_blocks`: a leaf that gains from folding blocks side by side asks for
+// more than one); store(unit, acc) writes a unit's outputs from its combined
+// results.
 template <typename acc_t, typename Op, typename Leaf, typename Store>
 void reduce_blocks(int64_t units, int64_t blocks, int64_t width,
-                   int64_t block_work, const Op& op, const Leaf& leaf,
-                   const Store& store) {
+                   int64_t block_work, int64_t leaf_blocks, const Op& op,
+                   const Leaf& leaf, const Store& store) {
+  // Blocks [first, last) of unit u, pushed in order; several at a time go
+  // through `group`, single ones straight into the combiner.
+  auto push_blocks = [&](PairwiseCombiner<acc_t, Op>& combiner, acc_t* group, int64_t u,
+                         int64_t first, int64_t last) {
+    for (int64_t b = first; b < last;) {
+      const int64_t count = std::min(leaf_blocks, last - b);
+      if (count == 1) {
+        leaf(u, b, 1, combiner.next());
+        combiner.push();
+      } else {
+        leaf(u, b, count, group);
+        for (int64_t k = 0; k < count; ++k) {
+          std::copy_n(group + k * width, width, combiner.next());
+          combiner.push();
+        }
+      }
+      b += count;
+    }
+  };
   // Enough tasks to balance the threads: whole units when there are many,
   // otherwise spans of a power-of-two number of blocks (subtrees of the
   // unit's tree, so the split does not change the results).
@@ -306,17 +361,15 @@ void reduce_blocks(int64_t units, int64_t blocks, int64_t width,
     const int64_t grain = std::max<int64_t>(1, grain_blocks / blocks);
     at::parallel_for(0, units, grain, [&](int64_t begin, int64_t end) {
       PairwiseCombiner<acc_t, Op> combiner(width, blocks, op);
+      auto group = std::make_unique<acc_t[]>(leaf_blocks * width);
       for (int64_t u = begin; u < end; ++u) {
         if (blocks == 1) {  // short rows: the combiner's bookkeeping would cost more
           acc_t* acc = combiner.next();
-          leaf(u, 0, acc);
+          leaf(u, 0, 1, acc);
           store(u, acc);
           continue;
         }
-        for (int64_t b = 0; b < blocks; ++b) {
-          leaf(u, b, combiner.next());
-          combiner.push();
-        }
+        push_blocks(combiner, group.get(), u, 0, blocks);
         store(u, combiner.finish());
       }
     });
@@ -325,12 +378,10 @@ void reduce_blocks(int64_t units, int64_t blocks, int64_t width,
   auto span_results = std::make_unique<acc_t[]>(units * spans * width);
   at::parallel_for(0, units * spans, 1, [&](int64_t begin, int64_t end) {
     PairwiseCombiner<acc_t, Op> combiner(width, span, op);
+    auto group = std::make_unique<acc_t[]>(leaf_blocks * width);
     for (int64_t task = begin; task < end; ++task) {
       const int64_t u = task / spans, first = task % spans * span;
-      for (int64_t b = first; b < std::min(blocks, first + span); ++b) {
-        leaf(u, b, combiner.next());
-        combiner.push();
-      }
+      push_blocks(combiner, group.get(), u, first, std::min(blocks, first + span));
       std::copy_n(combiner.finish(), width, span_results.get() + task * width);
     }
   });
@@ -372,8 +423,8 @@ void reduce_rows(const scalar_t* data, const ReduceLayout& layout, out_t* out,
   if (reduce < kLanes<acc_t>) return reduce_short_rows<scalar_t, acc_t, out_t>(data, layout, out, op);
   reduce_blocks<acc_t>(
       layout.batch, ceil_div(reduce, kRowBlock), /*width=*/1,
-      std::min(reduce, kRowBlock), op,
-      [&](int64_t row, int64_t block, acc_t* acc) {
+      std::min(reduce, kRowBlock), /*leaf_blocks=*/1, op,
+      [&](int64_t row, int64_t block, int64_t, acc_t* acc) {
         const int64_t start = block * kRowBlock;
         *acc = fold_contiguous<scalar_t, acc_t>(
             data + row * layout.batch_stride + start,
@@ -393,22 +444,33 @@ void reduce_columns(const scalar_t* data, const ReduceLayout& layout,
   const int64_t chunks = ceil_div(inner, kColumnChunk);
   const int64_t width = std::min(inner, kColumnChunk);
   const int64_t rows = std::min(reduce, kColumnBlock);
+  const bool narrow = width <= kNarrowColumns;
   reduce_blocks<acc_t>(
       layout.batch * chunks, ceil_div(reduce, kColumnBlock), width,
-      rows * width, op,
-      [&](int64_t unit, int64_t block, acc_t* acc) {
+      rows * width, narrow ? kSideBySide : 1, op,
+      [&](int64_t unit, int64_t block, int64_t count, acc_t* acc) {
         const int64_t batch = unit / chunks, first_column = unit % chunks * width;
         const int64_t columns = std::min(width, inner - first_column);
-        const int64_t first_row = block * kColumnBlock;
-        run_vectorised([&] {
-          fold_columns<scalar_t, acc_t>(
-              data + batch * layout.batch_stride +
-                  first_row * layout.reduce_stride + first_column,
-              std::min(kColumnBlock, reduce - first_row), layout.reduce_stride,
-              columns, acc, op);
-        });
-        // The last chunk's missing columns take part in the tree unchanged.
-        std::fill(acc + columns, acc + width, op.identity());
+        const scalar_t* x = data + batch * layout.batch_stride + first_column;
+        if (count == kSideBySide && (block + count) * kColumnBlock <= reduce) {
+          // Narrow columns (one chunk, so columns == width), whole blocks.
+          run_vectorised([&] {
+            fold_narrow_column_blocks<kNarrowColumns, scalar_t, acc_t>(
+                x + block * kColumnBlock * layout.reduce_stride, layout.reduce_stride, width, acc, op);
+          });
+          return;
+        }
+        for (int64_t k = 0; k < count; ++k) {
+          const int64_t first_row = (block + k) * kColumnBlock;
+          acc_t* block_acc = acc + k * width;
+          run_vectorised([&] {
+            fold_columns<scalar_t, acc_t>(x + first_row * layout.reduce_stride,
+                                          std::min(kColumnBlock, reduce - first_row), layout.reduce_stride,
+                                          columns, block_acc, op);
+          });
+          // The last chunk's missing columns take part in the tree unchanged.
+          std::fill(block_acc + columns, block_acc + width, op.identity());
+        }
       },
       [&](int64_t unit, const acc_t* acc) {
         const int64_t batch = unit / chunks, first_column = unit % chunks * width;
