@@ -104,6 +104,17 @@ def test_sum_dims(device, dtype, shape, dim, keepdim, make_input, check):
     check(torch_reduce.sum(x, dim, keepdim), x, dim=dim, keepdim=keepdim)
 
 
+# Widths around the CPU's special cases: rows shorter than its accumulator lanes (16 or 32) are
+# folded in sequence, columns up to 8 wide eight blocks of 64 rows side by side. 1031 rows: many
+# rows per call, and whole groups of eight blocks plus a ragged last block.
+@dtypes
+@pytest.mark.parametrize("width", [1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33])
+@pytest.mark.parametrize("dim", [0, 1])
+def test_sum_short_rows_and_narrow_columns(device, dtype, width, dim, make_input, check):
+    x = make_input((1031, width), dtype, device)
+    check(torch_reduce.sum(x, dim), x, dim=dim)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32, torch.bool], ids=_id)
 @pytest.mark.parametrize(
     "shape,dim",
