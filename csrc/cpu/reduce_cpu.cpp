@@ -398,19 +398,43 @@ void reduce_blocks(int64_t units, int64_t blocks, int64_t width,
 // Rows shorter than one set of lanes: fold_run's lanes would all stay at the
 // identity, so a row is its elements folded in sequence from the identity.
 // Here that takes a few instructions a row instead of fold_run's set-up and
-// lane tree, and many rows per vectorised call.
+// lane tree, and many rows per vectorised call. Rows of up to
+// kShortRowLengths elements have their length as a compile-time constant:
+// then the compiler vectorises across rows (and amax/amin's selects become
+// blends, not branches on the data).
+constexpr int kShortRowLengths = 8;
+
+template <int kLength, typename scalar_t, typename acc_t, typename out_t, typename Op>
+void fold_short_rows(const scalar_t* data, int64_t stride, int64_t length, int64_t begin, int64_t end, out_t* out,
+                     const Op& op) {
+  const int64_t n = kLength > 0 ? kLength : length;
+  for (int64_t row = begin; row < end; ++row) {
+    const scalar_t* x = data + row * stride;
+    acc_t acc = op.identity();
+    for (int64_t i = 0; i < n; ++i) acc = op.combine(acc, widen<acc_t>(x[i]));
+    out[row] = static_cast<out_t>(op.project(acc));
+  }
+}
+
+// fold_short_rows for a run-time length: compile-time up to kMax, else not.
+template <int kMax, typename scalar_t, typename acc_t, typename out_t, typename Op>
+void fold_short_rows_of_length(const scalar_t* data, int64_t stride, int64_t length, int64_t begin, int64_t end,
+                               out_t* out, const Op& op) {
+  if constexpr (kMax > 0) {
+    if (length != kMax) {
+      return fold_short_rows_of_length<kMax - 1, scalar_t, acc_t>(data, stride, length, begin, end, out, op);
+    }
+  }
+  fold_short_rows<kMax, scalar_t, acc_t>(data, stride, length, begin, end, out, op);
+}
+
 template <typename scalar_t, typename acc_t, typename out_t, typename Op>
 void reduce_short_rows(const scalar_t* data, const ReduceLayout& layout, out_t* out, const Op& op) {
-  const int64_t reduce = layout.reduce, stride = layout.batch_stride;
-  const int64_t grain = ceil_div(at::internal::GRAIN_SIZE, reduce);
+  const int64_t grain = ceil_div(at::internal::GRAIN_SIZE, layout.reduce);
   at::parallel_for(0, layout.batch, grain, [&](int64_t begin, int64_t end) {
     run_vectorised([&] {
-      for (int64_t row = begin; row < end; ++row) {
-        const scalar_t* x = data + row * stride;
-        acc_t acc = op.identity();
-        for (int64_t i = 0; i < reduce; ++i) acc = op.combine(acc, widen<acc_t>(x[i]));
-        out[row] = static_cast<out_t>(op.project(acc));
-      }
+      fold_short_rows_of_length<kShortRowLengths, scalar_t, acc_t>(data, layout.batch_stride, layout.reduce, begin,
+                                                                   end, out, op);
     });
   });
 }
