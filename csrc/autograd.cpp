@@ -83,8 +83,6 @@ struct MeanFunction : public torch::autograd::Function<MeanFunction> {
 };
 
 // amax and amin share everything but the op they call.
-using ExtremumOp = const c10::TypedOperatorHandle<ExtremumSignature>& (*)();
-
 template <ExtremumOp extremum_op>
 struct ExtremumFunction : public torch::autograd::Function<ExtremumFunction<extremum_op>> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {

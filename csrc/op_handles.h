@@ -37,4 +37,7 @@ inline const c10::TypedOperatorHandle<ExtremumSignature>& amin_op() {
   return handle;
 }
 
+// amax_op or amin_op, as a template argument of the code they share.
+using ExtremumOp = const c10::TypedOperatorHandle<ExtremumSignature>& (*)();
+
 }  // namespace torch_reduce

@@ -1,7 +1,8 @@
 // The Python fast path: torch_reduce._C.{sum,mean,amax,amin}(input, dim,
 // keepdim) enter the dispatcher directly, where torch.ops would first match
 // the arguments against the schema in generic code and call a Python
-// __call__ (together about 0.6 us of a 2 us CPU call, see ops.py).
+// __call__ (together about 0.6 us of a 1.9 us call on a 1024-element CPU
+// tensor, on the 2-core CI machine).
 //
 // They take only the common form: an exact torch.Tensor (or Parameter), dim
 // None, an int or a list or tuple of ints, keepdim a bool, and no torch
@@ -85,7 +86,7 @@ PyObject* mean(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 }
 
 // amax and amin: dim=None and dim=[] both mean every dim.
-template <const c10::TypedOperatorHandle<ExtremumSignature>& (*extremum_op)()>
+template <ExtremumOp extremum_op>
 PyObject* extremum(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   return call_common_form(args, nargs, [](const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
     return extremum_op().call(self, dim.value_or(at::IntArrayRef{}), keepdim);

@@ -103,7 +103,7 @@ class RecordOps(TorchDispatchMode):
 
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("mode", [RecordFunctions, RecordOps], ids=["torch_function_mode", "torch_dispatch_mode"])
-def test_modes_see_the_op(device, op, mode, make_input, check):
+def test_modes_see_the_op(device, op, mode, make_input):
     x = make_input((3, 4), torch.float32, device)
     with mode() as recorder:
         result = getattr(torch_reduce, op)(x, 1)
