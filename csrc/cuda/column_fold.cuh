@@ -53,9 +53,9 @@ constexpr int column_width() {
 }
 
 // Calls f(std::integral_constant<int, W>{}) for the run-time item width W, a
-// power of two up to kMax: each width gets code of its own.
+// power of two up to kMax: each width gets code (or a kernel) of its own.
 template <int kMax, typename F>
-__device__ __forceinline__ void with_width(int width, F&& f) {
+__host__ __device__ __forceinline__ void with_width(int width, F&& f) {
   if constexpr (kMax > 1) {
     if (width == kMax) {
       f(std::integral_constant<int, kMax>{});

@@ -1,5 +1,6 @@
-// column_tile_kernel: long columns, few of them; the eight slots of a chunk
-// are eight lanes of a warp (see column_fold.cuh for the order).
+// column_tile_kernel and column_chunk_kernel: long columns, few of them; the
+// eight slots of a chunk are eight lanes of a warp (see column_fold.cuh for
+// the order).
 #pragma once
 
 #include "column_fold.cuh"
@@ -12,11 +13,12 @@ namespace cuda {
 // item c) folds rows s, s + 8, ..., s + 56 of item c, eight loads in flight,
 // and the slot tree runs across lanes 4, 2 and 1 slots apart (all lanes of a
 // warp take part in the shuffles, so the loops below are warp-uniform).
-//  - Two levels: a team of eight lane groups owns a tile (up to 64
-//    consecutive chunks) of an item group; lane group g folds chunks g,
-//    g + 8, ..., g + 56 -- slot g of the second level -- in registers, and
-//    after a barrier one thread per column combines the team's eight slots.
-//  - One level (inputs of few tiles): each lane group reads chunks on its
+//  - Two levels (column_tile_kernel): a team of eight lane groups owns a
+//    tile (up to 64 consecutive chunks) of an item group; lane group g folds
+//    chunks g, g + 8, ..., g + 56 -- slot g of the second level -- in
+//    registers, and after a barrier one thread per column combines the
+//    team's eight slots.
+//  - One level (column_chunk_kernel): each lane group reads chunks on its
 //    own and writes their values out, for the next pass to fold.
 // The loads of a lane group's next chunk are issued before the current
 // chunk's shuffles, so that the lanes keep streaming.
@@ -156,40 +158,38 @@ __device__ __forceinline__ void tile_one_level(const ColumnArgs<in_t, acc_t, out
     return r;
   };
 
-  int64_t first = warp * groups_per_warp;  // the warp's first unit; uniform across the warp
-  if (first >= units) return;
-  ChunkRef current = chunk_of(first + group_in_warp);
-  Vector<in_t, kItems> loaded[kSlots];
-  int count = load_chunk(args, current, s, loaded);
-  for (;;) {
+  // The warp's units are uniform across it. No loads of the next chunk ahead:
+  // the registers they would take cost more resident warps than they hide.
+  for (int64_t first = warp * groups_per_warp; first < units; first += warps * groups_per_warp) {
+    const ChunkRef ref = chunk_of(first + group_in_warp);
+    Vector<in_t, kItems> loaded[kSlots];
+    const int count = load_chunk(args, ref, s, loaded);
     acc_t acc[kItems];
 #pragma unroll
     for (int i = 0; i < kItems; ++i) acc[i] = op.identity();
     fold_rows(acc, loaded, count, op);
-    const int64_t next_first = first + warps * groups_per_warp;
-    const ChunkRef next = chunk_of(next_first + group_in_warp);
-    if (next_first < units) count = load_chunk(args, next, s, loaded);
     slot_tree_across_lanes(acc, row_lanes, op);
-    if (s == 0 && current.valid && current.item < args.items)
-      store_item(args, last_pass, current.chunk, current.b * args.columns + current.item * kItems, acc, op);
-    if (next_first >= units) break;
-    first = next_first;
-    current = next;
+    if (s == 0 && ref.valid && ref.item < args.items)
+      store_item(args, last_pass, ref.chunk, ref.b * args.columns + ref.item * kItems, acc, op);
   }
 }
 
+// Two levels a pass: teams, each a tile at a time.
 template <typename in_t, typename acc_t, typename out_t, typename Op>
 __global__ void __launch_bounds__(kColumnThreads, 2) column_tile_kernel(ColumnArgs<in_t, acc_t, out_t> args, Op op) {
   constexpr int kWidth = column_width<in_t, acc_t>();
   // Each team's eight second-level slots: teams x 8 x row_lanes = 32 lane groups' worth.
   __shared__ acc_t team_slots[kColumnThreads / kSlots * kWidth];
-  with_width<kWidth>(args.width, [&](auto width) {
-    if (args.run_chunks == kFoldLength) {
-      tile_two_levels<decltype(width)::value, kWidth>(args, op, team_slots);
-    } else {
-      tile_one_level<decltype(width)::value>(args, op);
-    }
-  });
+  with_width<kWidth>(args.width, [&](auto width) { tile_two_levels<decltype(width)::value, kWidth>(args, op, team_slots); });
+}
+
+// One level a pass: lane groups, each a chunk at a time. A kernel for each
+// item width, so that each gets the registers it needs (float32 rows of 4:
+// 56 in the probe) rather than the widest path's or the teams' (128), and
+// more blocks fit an SM.
+template <typename in_t, typename acc_t, typename out_t, typename Op, int kItems>
+__global__ void __launch_bounds__(kColumnThreads, 2) column_chunk_kernel(ColumnArgs<in_t, acc_t, out_t> args, Op op) {
+  tile_one_level<kItems>(args, op);
 }
 
 }  // namespace cuda

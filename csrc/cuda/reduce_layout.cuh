@@ -99,7 +99,7 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
     case ColumnKernel::Tile: {
       args.row_lanes = tile_row_lanes(args.items);
       const int64_t item_groups = batch * ceil_div(args.items, args.row_lanes);
-      if (tile_teams_stream(item_groups, args.row_lanes, chunks, bytes)) {
+      if (tile_teams_pay(item_groups, chunks, bytes)) {
         args.run_chunks = kFoldLength;
         values_left = ceil_div(chunks, kFoldLength);
         blocks = ceil_div(item_groups * values_left, tile_teams(args.row_lanes));
@@ -127,7 +127,14 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
       column_block_kernel<in_t, acc_t, out_t, Op><<<grid, kColumnThreads, 0, stream.stream()>>>(args, op);
       break;
     case ColumnKernel::Tile:
-      column_tile_kernel<in_t, acc_t, out_t, Op><<<grid, kColumnThreads, 0, stream.stream()>>>(args, op);
+      if (args.run_chunks == kFoldLength) {
+        column_tile_kernel<in_t, acc_t, out_t, Op><<<grid, kColumnThreads, 0, stream.stream()>>>(args, op);
+      } else {
+        with_width<column_width<in_t, acc_t>()>(args.width, [&](auto width) {
+          column_chunk_kernel<in_t, acc_t, out_t, Op, decltype(width)::value>
+              <<<grid, kColumnThreads, 0, stream.stream()>>>(args, op);
+        });
+      }
       break;
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
