@@ -76,8 +76,8 @@ enum class ColumnKernel { Short, Block, Tile };
 // One chunk: column_short_kernel, whose threads have all the rows to
 // themselves. Longer columns: column_block_kernel needs a warp's worth of
 // items and enough bytes to stream; the rest go to column_tile_kernel or
-// column_chunk_kernel (slots as lanes), which
-// has eight times more threads for the same bytes.
+// column_chunk_kernel (slots as lanes), which have eight times more threads
+// for the same bytes.
 constexpr int64_t kBlockColumnMinBytes = 16 << 20;
 
 inline ColumnKernel column_kernel(int64_t reduce, int64_t items, int64_t bytes) {
@@ -95,17 +95,25 @@ inline bool tiles_fill_device(int64_t tile_columns, int64_t chunks) {
   return tile_columns * ceil_div(chunks, kFoldLength) >= kTileBlocksPerSm * sm_count();
 }
 
-// A team of column_tile_kernel reads its tile's chunks one after another, so
-// it streams slower than column_chunk_kernel's lane groups, a chunk each
-// (benchmarks/probes/narrow_columns.cu on the H100: those read 7840000 x 4
-// at 96% of a plain read in float32, 92% in bfloat16; ncu saw the teams at
-// 58% of the DRAM bandwidth). Teams pay only on inputs small enough that the
-// extra passes cost more (1000000 x 2 float32: 11.5 us with single chunks,
-// 9.9 us with tiles).
-constexpr int64_t kTileMaxBytes = 12 << 20;
+// A team of column_tile_kernel reads its tile's chunks one after another: its
+// 64 x row_lanes lanes keep only eight rows each in flight. With fewer lanes
+// than this in all, column_chunk_kernel's single chunks (eight times the
+// lanes) stream faster -- unless the input is small enough that the extra
+// passes cost more (measured on the H100: 1048576 x 8 bfloat16 15.5 us with
+// single chunks, 21 us with tiles; 1000000 x 2 float32 11.5 us with single
+// chunks, 9.9 us with tiles). With many lanes, teams win, although a plain
+// read of single chunks is near the bandwidth (benchmarks/probes/
+// narrow_columns.cu): single chunks for every input over 12 MiB made float32
+// 7840000 x 4 53.2 -> 74.4 us and 1048576 x 32 56.4 -> 72.9 us
+// (results/dims_h100_chunk_everywhere.json). A likely cause, not yet
+// measured: column_chunk_kernel's 86 registers (float32) leave 2 blocks per
+// SM where the probe's 56 left 4, so half the bytes are in flight.
+constexpr int64_t kTileMinLanes = 32 * 1024;
+constexpr int64_t kTileMaxBytesForFewLanes = 12 << 20;
 
-inline bool tile_teams_pay(int64_t item_groups, int64_t chunks, int64_t bytes) {
-  return tiles_fill_device(item_groups, chunks) && bytes <= kTileMaxBytes;
+inline bool tile_teams_stream(int64_t item_groups, int row_lanes, int64_t chunks, int64_t bytes) {
+  const int64_t lanes = item_groups * ceil_div(chunks, kFoldLength) * kSlots * kSlots * row_lanes;
+  return tiles_fill_device(item_groups, chunks) && (lanes >= kTileMinLanes || bytes <= kTileMaxBytesForFewLanes);
 }
 
 // Items of one chunk row that column_tile_kernel's lanes share: a power of

@@ -99,7 +99,7 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
     case ColumnKernel::Tile: {
       args.row_lanes = tile_row_lanes(args.items);
       const int64_t item_groups = batch * ceil_div(args.items, args.row_lanes);
-      if (tile_teams_pay(item_groups, chunks, bytes)) {
+      if (tile_teams_stream(item_groups, args.row_lanes, chunks, bytes)) {
         args.run_chunks = kFoldLength;
         values_left = ceil_div(chunks, kFoldLength);
         blocks = ceil_div(item_groups * values_left, tile_teams(args.row_lanes));
