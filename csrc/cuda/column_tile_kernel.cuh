@@ -20,8 +20,8 @@ namespace cuda {
 //    team's eight slots.
 //  - One level (column_chunk_kernel): each lane group reads chunks on its
 //    own and writes their values out, for the next pass to fold.
-// The loads of a lane group's next chunk are issued before the current
-// chunk's shuffles, so that the lanes keep streaming.
+// In a team, the loads of a lane group's next chunk are issued before the
+// current chunk's shuffles, so that the lanes keep streaming.
 template <int kItems, typename acc_t, typename Op>
 __device__ __forceinline__ void slot_tree_across_lanes(acc_t (&acc)[kItems], int row_lanes, const Op& op) {
 #pragma unroll
@@ -184,9 +184,9 @@ __global__ void __launch_bounds__(kColumnThreads, 2) column_tile_kernel(ColumnAr
 }
 
 // One level a pass: lane groups, each a chunk at a time. A kernel for each
-// item width, so that each gets the registers it needs (float32 rows of 4:
-// 56 in the probe) rather than the widest path's or the teams' (128), and
-// more blocks fit an SM.
+// item width, so that each gets the registers it needs (float32: 64 to 86,
+// bfloat16: 72 to 117) rather than the widest path's and the teams' (128,
+// with spills for bfloat16).
 template <typename in_t, typename acc_t, typename out_t, typename Op, int kItems>
 __global__ void __launch_bounds__(kColumnThreads, 2) column_chunk_kernel(ColumnArgs<in_t, acc_t, out_t> args, Op op) {
   tile_one_level<kItems>(args, op);
