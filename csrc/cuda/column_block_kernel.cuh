@@ -56,7 +56,7 @@ __device__ __forceinline__ void block_columns(const ColumnArgs<in_t, acc_t, out_
     const int64_t chunk = r.first_chunk + j;
     const bool item_active = r.first_item + lane < args.items;
     const int count = item_active ? slot_rows(args.reduce - chunk * kFoldLength, s) : 0;
-    const in_t* base = args.data + (item_active ? r.b * args.batch_stride + (chunk * kFoldLength + s) * args.reduce_stride +
+    const in_t* base = args.data + (count > 0 ? r.b * args.batch_stride + (chunk * kFoldLength + s) * args.reduce_stride +
                                                       (r.first_item + lane) * kItems
                                                 : 0);
     load_rows(base, kSlots * args.reduce_stride, count, loaded);

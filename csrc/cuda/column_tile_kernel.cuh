@@ -46,9 +46,9 @@ __device__ __forceinline__ int load_chunk(const ColumnArgs<in_t, acc_t, out_t>& 
                                           Vector<in_t, kItems> (&loaded)[kSlots]) {
   const bool active = ref.valid && ref.item < args.items;
   const int count = active ? slot_rows(args.reduce - ref.chunk * kFoldLength, s) : 0;
-  const in_t* base = args.data + (active ? ref.b * args.batch_stride +
-                                               (ref.chunk * kFoldLength + s) * args.reduce_stride + ref.item * kItems
-                                         : 0);
+  const in_t* base = args.data + (count > 0 ? ref.b * args.batch_stride +
+                                                  (ref.chunk * kFoldLength + s) * args.reduce_stride + ref.item * kItems
+                                            : 0);
   load_rows(base, kSlots * args.reduce_stride, count, loaded);
   return count;
 }
@@ -135,33 +135,34 @@ __device__ __forceinline__ void tile_two_levels(const ColumnArgs<in_t, acc_t, ou
 
 template <int kItems, typename in_t, typename acc_t, typename out_t, typename Op>
 __device__ __forceinline__ void tile_one_level(const ColumnArgs<in_t, acc_t, out_t>& args, const Op& op) {
+  // row_lanes is a power of two: shifts and masks instead of divisions.
   const int row_lanes = args.row_lanes;
+  const int row_shift = __ffs(row_lanes) - 1;
   const int lane = threadIdx.x % kWarpSize;
-  const int c = lane % row_lanes;
-  const int s = (lane / row_lanes) % kSlots;
-  const int groups_per_warp = kWarpSize / (kSlots * row_lanes);
-  const int64_t warp = (static_cast<int64_t>(blockIdx.x) * kColumnThreads + threadIdx.x) / kWarpSize;
-  const int64_t warps = static_cast<int64_t>(gridDim.x) * (kColumnThreads / kWarpSize);
-  const int group_in_warp = lane / (kSlots * row_lanes);
+  const int c = lane & (row_lanes - 1);
+  const int s = (lane >> row_shift) % kSlots;
+  const int group_in_warp = lane >> (row_shift + 3);
+  const uint32_t groups_per_warp = kWarpSize >> (row_shift + 3);
+  const uint32_t warp = (blockIdx.x * kColumnThreads + threadIdx.x) / kWarpSize;
+  const uint32_t warps = gridDim.x * (kColumnThreads / kWarpSize);
 
-  const int64_t chunks = (args.reduce + kFoldLength - 1) / kFoldLength;
-  const int64_t item_groups = (args.items + row_lanes - 1) / row_lanes;
-  const int64_t units = args.batch * chunks * item_groups;  // (batch, chunk, item group), item groups fastest
-  const bool last_pass = chunks == 1;
-
-  auto chunk_of = [&](int64_t u) {
-    ChunkRef r;
-    r.chunk = (u / item_groups) % chunks;
-    r.b = u / (item_groups * chunks);
-    r.item = (u % item_groups) * row_lanes + c;
-    r.valid = u < units;
-    return r;
-  };
+  // Units (batch, chunk, item group), item groups fastest, counted in 32
+  // bits (the host sends 2^31 units or more to the teams): a 64-bit division
+  // is a call, whose ABI costs registers.
+  const auto chunks = static_cast<uint32_t>((args.reduce + kFoldLength - 1) / kFoldLength);
+  const auto item_groups = static_cast<uint32_t>((args.items + row_lanes - 1) >> row_shift);
+  const auto units = static_cast<uint32_t>(args.batch) * chunks * item_groups;
 
   // The warp's units are uniform across it. No loads of the next chunk ahead:
   // the registers they would take cost more resident warps than they hide.
-  for (int64_t first = warp * groups_per_warp; first < units; first += warps * groups_per_warp) {
-    const ChunkRef ref = chunk_of(first + group_in_warp);
+  for (uint32_t first = warp * groups_per_warp; first < units; first += warps * groups_per_warp) {
+    const uint32_t u = first + group_in_warp;
+    const uint32_t q = u / item_groups;
+    ChunkRef ref;
+    ref.chunk = q % chunks;
+    ref.b = q / chunks;
+    ref.item = static_cast<int64_t>(((u - q * item_groups) << row_shift) + c);
+    ref.valid = u < units;
     Vector<in_t, kItems> loaded[kSlots];
     const int count = load_chunk(args, ref, s, loaded);
     acc_t acc[kItems];
@@ -170,7 +171,7 @@ __device__ __forceinline__ void tile_one_level(const ColumnArgs<in_t, acc_t, out
     fold_rows(acc, loaded, count, op);
     slot_tree_across_lanes(acc, row_lanes, op);
     if (s == 0 && ref.valid && ref.item < args.items)
-      store_item(args, last_pass, ref.chunk, ref.b * args.columns + ref.item * kItems, acc, op);
+      store_item(args, /*last_pass=*/false, ref.chunk, ref.b * args.columns + ref.item * kItems, acc, op);
   }
 }
 
@@ -184,11 +185,20 @@ __global__ void __launch_bounds__(kColumnThreads, 2) column_tile_kernel(ColumnAr
 }
 
 // One level a pass: lane groups, each a chunk at a time. A kernel for each
-// item width, so that each gets the registers it needs (float32: 64 to 86,
-// bfloat16: 72 to 117) rather than those of one kernel for every width and
-// both modes (float32: 126; bfloat16: 128 and spills).
+// item width, so that each gets the registers it needs rather than those of
+// one kernel for every width and both modes. Built for 4 blocks per SM (64
+// registers, ptxas sm_90: float32 46-57, bfloat16 46-60, no spills), so that
+// as many chunks are in flight as in benchmarks/probes/narrow_columns.cu;
+// accumulators narrower than 32 bits (amax/amin of 8- and 16-bit integers
+// and bool) spill at 64 registers, and at 80 for bool, and get 2.
+template <typename acc_t>
+constexpr int chunk_kernel_min_blocks() {
+  return sizeof(acc_t) >= 4 ? 4 : 2;
+}
+
 template <typename in_t, typename acc_t, typename out_t, typename Op, int kItems>
-__global__ void __launch_bounds__(kColumnThreads, 2) column_chunk_kernel(ColumnArgs<in_t, acc_t, out_t> args, Op op) {
+__global__ void __launch_bounds__(kColumnThreads, chunk_kernel_min_blocks<acc_t>())
+    column_chunk_kernel(ColumnArgs<in_t, acc_t, out_t> args, Op op) {
   tile_one_level<kItems>(args, op);
 }
 

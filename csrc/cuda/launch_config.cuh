@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 
 #include "column_block_kernel.cuh"
 #include "column_short_kernel.cuh"
@@ -101,18 +102,21 @@ inline bool tiles_fill_device(int64_t tile_columns, int64_t chunks) {
 // lanes) stream faster -- unless the input is small enough that the extra
 // passes cost more (measured on the H100: 1048576 x 8 bfloat16 15.5 us with
 // single chunks, 21 us with tiles; 1000000 x 2 float32 11.5 us with single
-// chunks, 9.9 us with tiles). With many lanes, teams win, although a plain
-// read of single chunks is near the bandwidth (benchmarks/probes/
-// narrow_columns.cu): single chunks for every input over 12 MiB made float32
-// 7840000 x 4 53.2 -> 74.4 us and 1048576 x 32 56.4 -> 72.9 us
-// (results/dims_h100_chunk_everywhere.json). A likely cause, not yet
-// measured: column_chunk_kernel's 86 registers (float32) leave 2 blocks per
-// SM where the probe's 56 left 4, so half the bytes are in flight.
+// chunks, 9.9 us with tiles). With many lanes, teams are as fast: with
+// column_chunk_kernel at 4 blocks per SM, single chunks for every input over
+// 12 MiB (results/dims_h100_chunk_everywhere.json, against dims_h100.json)
+// took float32 7840000 x 4 52.3 -> 53.0 us, 1048576 x 32 55.2 -> 55.9 us,
+// 1048576 x 8 11.1 -> 12.8 us, bfloat16 1048576 x 32 30.2 -> 32.5 us.
 constexpr int64_t kTileMinLanes = 32 * 1024;
 constexpr int64_t kTileMaxBytesForFewLanes = 12 << 20;
 
+// column_chunk_kernel counts its units (lane groups' chunks) in 32 bits;
+// inputs of more units (some 2^36 elements) go to the teams.
+constexpr int64_t kChunkKernelMaxUnits = std::numeric_limits<int32_t>::max();
+
 inline bool tile_teams_stream(int64_t item_groups, int row_lanes, int64_t chunks, int64_t bytes) {
   const int64_t lanes = item_groups * ceil_div(chunks, kFoldLength) * kSlots * kSlots * row_lanes;
+  if (item_groups * chunks > kChunkKernelMaxUnits) return true;
   return tiles_fill_device(item_groups, chunks) && (lanes >= kTileMinLanes || bytes <= kTileMaxBytesForFewLanes);
 }
 
