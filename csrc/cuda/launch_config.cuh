@@ -75,14 +75,22 @@ inline int row_group_size(int64_t items) {
 enum class ColumnKernel { Short, Block, Tile };
 
 // One chunk: column_short_kernel, whose threads have all the rows to
-// themselves. Longer columns: column_block_kernel needs a warp's worth of
-// items and enough bytes to stream; the rest go to column_tile_kernel or
-// column_chunk_kernel (slots as lanes), which have eight times more threads
-// for the same bytes.
+// themselves -- if there are threads enough to stream, or rows few enough
+// for one step; else a thread's eight dependent steps (one per slot) are the
+// pass's time (30 x 4 float32, the last pass of 7840000 x 4 at 43f9e04, took
+// 3.1 us: results/column_passes_h100_43f9e04.txt), and column_tile_kernel's
+// teams read the chunk in one round. The thread count is a judgement, not a
+// measurement. Longer columns:
+// column_block_kernel needs a warp's worth of items and enough bytes to
+// stream; the rest go to column_tile_kernel or column_chunk_kernel (slots as
+// lanes), which have eight times more threads for the same bytes.
 constexpr int64_t kBlockColumnMinBytes = 16 << 20;
+constexpr int64_t kShortColumnMinThreads = 64 * 1024;
 
-inline ColumnKernel column_kernel(int64_t reduce, int64_t items, int64_t bytes) {
-  if (reduce <= kFoldLength) return ColumnKernel::Short;
+inline ColumnKernel column_kernel(int64_t reduce, int64_t batch, int64_t items, int64_t bytes) {
+  if (reduce <= kFoldLength) {
+    return reduce <= kSlots || batch * items >= kShortColumnMinThreads ? ColumnKernel::Short : ColumnKernel::Tile;
+  }
   if (items >= kWarpSize && bytes >= kBlockColumnMinBytes) return ColumnKernel::Block;
   return ColumnKernel::Tile;
 }
@@ -99,25 +107,27 @@ inline bool tiles_fill_device(int64_t tile_columns, int64_t chunks) {
 // A team of column_tile_kernel reads its tile's chunks one after another: its
 // 64 x row_lanes lanes keep only eight rows each in flight. With fewer lanes
 // than this in all, column_chunk_kernel's single chunks (eight times the
-// lanes) stream faster -- unless the input is small enough that the extra
-// passes cost more (measured on the H100: 1048576 x 8 bfloat16 15.5 us with
-// single chunks, 21 us with tiles; 1000000 x 2 float32 11.5 us with single
-// chunks, 9.9 us with tiles). With many lanes, teams are as fast: with
-// column_chunk_kernel at 4 blocks per SM, single chunks for every input over
-// 12 MiB (results/dims_h100_chunk_everywhere.json, against dims_h100.json)
-// took float32 7840000 x 4 52.3 -> 53.0 us, 1048576 x 32 55.2 -> 55.9 us,
-// 1048576 x 8 11.1 -> 12.8 us, bfloat16 1048576 x 32 30.2 -> 32.5 us.
+// lanes) are faster, even for small inputs whose extra passes are a good
+// part of the time (H100, results/dims_h100.json against the same file at
+// 43f9e04, which sent inputs up to 12 MiB to the teams: 1000000 x 2 float32
+// 9.1 -> 7.7 us, bfloat16 9.7 -> 7.4 us). With many lanes, teams are as
+// fast: single chunks for every input over 12 MiB
+// (results/dims_h100_chunk_everywhere.json, against dims_h100.json at
+// 43f9e04) took float32 7840000 x 4 52.3 -> 53.0 us, 1048576 x 32 55.2 ->
+// 55.9 us, 1048576 x 8 11.1 -> 12.8 us, bfloat16 1048576 x 32 30.2 -> 32.5
+// us. And a pass of one tile (at most 64 chunks) is the last with teams,
+// where single chunks would leave another pass (32768 x 32 float32 6.1 ->
+// 5.7 us, 7840000 x 4 52.3 -> 51.5 us).
 constexpr int64_t kTileMinLanes = 32 * 1024;
-constexpr int64_t kTileMaxBytesForFewLanes = 12 << 20;
 
 // column_chunk_kernel counts its units (lane groups' chunks) in 32 bits;
 // inputs of more units (some 2^36 elements) go to the teams.
 constexpr int64_t kChunkKernelMaxUnits = std::numeric_limits<int32_t>::max();
 
-inline bool tile_teams_stream(int64_t item_groups, int row_lanes, int64_t chunks, int64_t bytes) {
+inline bool tile_teams_stream(int64_t item_groups, int row_lanes, int64_t chunks) {
+  if (chunks <= kFoldLength || item_groups * chunks > kChunkKernelMaxUnits) return true;
   const int64_t lanes = item_groups * ceil_div(chunks, kFoldLength) * kSlots * kSlots * row_lanes;
-  if (item_groups * chunks > kChunkKernelMaxUnits) return true;
-  return tiles_fill_device(item_groups, chunks) && (lanes >= kTileMinLanes || bytes <= kTileMaxBytesForFewLanes);
+  return tiles_fill_device(item_groups, chunks) && lanes >= kTileMinLanes;
 }
 
 // Items of one chunk row that column_tile_kernel's lanes share: a power of

@@ -72,7 +72,7 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
                               int64_t reduce_stride, out_t* out, const Op& op, const c10::cuda::CUDAStream& stream) {
   const int64_t chunks = ceil_div(reduce, kFoldLength);
   const int64_t bytes = batch * reduce * columns * static_cast<int64_t>(sizeof(in_t));
-  const ColumnKernel kernel = column_kernel(reduce, ceil_div(columns, column_width<in_t, acc_t>()), bytes);
+  const ColumnKernel kernel = column_kernel(reduce, batch, ceil_div(columns, column_width<in_t, acc_t>()), bytes);
   // Items: the widest vector of columns that every row and batch start
   // aligned to.
   int width = column_width<in_t, acc_t>();
@@ -99,13 +99,14 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
     case ColumnKernel::Tile: {
       args.row_lanes = tile_row_lanes(args.items);
       const int64_t item_groups = batch * ceil_div(args.items, args.row_lanes);
-      if (tile_teams_stream(item_groups, args.row_lanes, chunks, bytes)) {
+      if (tile_teams_stream(item_groups, args.row_lanes, chunks)) {
         args.run_chunks = kFoldLength;
         values_left = ceil_div(chunks, kFoldLength);
         blocks = ceil_div(item_groups * values_left, tile_teams(args.row_lanes));
       } else {
         args.run_chunks = 1;
         values_left = chunks;
+        TORCH_INTERNAL_ASSERT(values_left > 1, "column_chunk_kernel never writes the output");
         blocks = ceil_div(item_groups * chunks, tile_lane_groups(args.row_lanes));
       }
       break;

@@ -1,0 +1,47 @@
+"""GPU time of each kernel that torch_reduce.sum(x, 0) launches, for column shapes, with torch.sum's.
+
+    python benchmarks/profile_columns.py > benchmarks/results/column_passes_h100.txt
+
+torch.profiler over 20 calls of each (after 5 warm-up calls): for each kernel, how many
+launches and the mean time of one. A kernel that a call launches for several passes shows
+as one row (2 or 3 launches per call), with the mean over its passes. Needs a GPU.
+"""
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+import harness
+
+torch_reduce = harness.import_torch_reduce()
+
+CASES = [((1000000, 2), torch.float32), ((1000000, 2), torch.bfloat16), ((1048576, 8), torch.float32),
+         ((1048576, 8), torch.bfloat16), ((32768, 32), torch.float32), ((32, 1048576), torch.float32),
+         ((8, 16777216), torch.float32), ((7840000, 4), torch.float32), ((7840000, 4), torch.bfloat16)]
+CALLS = 20
+
+
+def main():
+    if not torch.cuda.is_available():
+        raise SystemExit("profile_columns.py needs a GPU")
+    print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    for shape, dtype in CASES:
+        x = torch.randn(shape, device="cuda", dtype=dtype)
+        for _ in range(5):
+            torch_reduce.sum(x, 0)
+            torch.sum(x, 0)
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(CALLS):
+                torch_reduce.sum(x, 0)
+            torch.cuda.synchronize()
+            for _ in range(CALLS):
+                torch.sum(x, 0)
+            torch.cuda.synchronize()
+        print(f"== {shape} {dtype}")
+        for event in prof.key_averages():
+            total = getattr(event, "self_device_time_total", None) or getattr(event, "self_cuda_time_total", 0)
+            if total > 0:
+                print(f"  {event.count:4d} x {total / event.count:8.2f} us  {event.key[:110]}")
+
+
+if __name__ == "__main__":
+    main()
