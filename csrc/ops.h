@@ -55,6 +55,36 @@ C10_HOST_DEVICE inline bool is_nan(acc_t a) {
   return a != a;
 }
 
+// max and min that return a NaN when either value is one. For float32 on
+// the GPU, one instruction (max.NaN / min.NaN, sm_80 and later) instead of
+// two compares and a select, whose chain held the row kernel back (H100,
+// amax over rows of 65536 x 1024 float32: 98.8 -> 88.5 us, torch 94.1). Its
+// NaN is the canonical one, and which zero it gives for +0 and -0 may differ
+// from the generic form's (either is a correct result; torch's depends on
+// the order).
+template <typename acc_t>
+C10_HOST_DEVICE inline acc_t max_propagate_nan(acc_t a, acc_t b) {
+  return (is_nan(a) || a > b) ? a : b;
+}
+template <typename acc_t>
+C10_HOST_DEVICE inline acc_t min_propagate_nan(acc_t a, acc_t b) {
+  return (is_nan(a) || a < b) ? a : b;
+}
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+template <>
+__device__ inline float max_propagate_nan<float>(float a, float b) {
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+template <>
+__device__ inline float min_propagate_nan<float>(float a, float b) {
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+#endif
+
 template <typename acc_t>
 struct MaxOp {
   C10_HOST_DEVICE acc_t identity() const {
@@ -63,7 +93,7 @@ struct MaxOp {
                : std::numeric_limits<acc_t>::lowest();
   }
   C10_HOST_DEVICE acc_t combine(acc_t a, acc_t b) const {
-    return (is_nan(a) || a > b) ? a : b;
+    return max_propagate_nan(a, b);
   }
   C10_HOST_DEVICE acc_t project(acc_t a) const { return a; }
 };
@@ -76,7 +106,7 @@ struct MinOp {
                : std::numeric_limits<acc_t>::max();
   }
   C10_HOST_DEVICE acc_t combine(acc_t a, acc_t b) const {
-    return (is_nan(a) || a < b) ? a : b;
+    return min_propagate_nan(a, b);
   }
   C10_HOST_DEVICE acc_t project(acc_t a) const { return a; }
 };
