@@ -80,10 +80,10 @@ enum class ColumnKernel { Short, Block, Tile };
 // pass's time (30 x 4 float32, the last pass of 7840000 x 4 at 43f9e04, took
 // 3.1 us: results/column_passes_h100_43f9e04.txt), and column_tile_kernel's
 // teams read the chunk in one round. The thread count is a judgement, not a
-// measurement. Longer columns:
-// column_block_kernel needs a warp's worth of items and enough bytes to
-// stream; the rest go to column_tile_kernel or column_chunk_kernel (slots as
-// lanes), which have eight times more threads for the same bytes.
+// measurement. Longer columns: column_block_kernel needs a warp's worth of
+// items and enough bytes to stream; the rest go to column_tile_kernel or
+// column_chunk_kernel (slots as lanes), which have eight times more threads
+// for the same bytes.
 constexpr int64_t kBlockColumnMinBytes = 16 << 20;
 constexpr int64_t kShortColumnMinThreads = 64 * 1024;
 
