@@ -85,6 +85,7 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
 
   int64_t values_left = 1;  // per column, after this pass
   int64_t blocks = 0;
+  bool tile_teams_pass = false;  // Tile: column_tile_kernel's teams, else column_chunk_kernel
   switch (kernel) {
     case ColumnKernel::Short:
       blocks = ceil_div(batch * args.items, kColumnThreads);
@@ -99,12 +100,11 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
     case ColumnKernel::Tile: {
       args.row_lanes = tile_row_lanes(args.items);
       const int64_t item_groups = batch * ceil_div(args.items, args.row_lanes);
-      if (tile_teams_stream(item_groups, args.row_lanes, chunks)) {
-        args.run_chunks = kFoldLength;
+      tile_teams_pass = tile_teams_stream(item_groups, args.row_lanes, chunks);
+      if (tile_teams_pass) {
         values_left = ceil_div(chunks, kFoldLength);
         blocks = ceil_div(item_groups * values_left, tile_teams(args.row_lanes));
       } else {
-        args.run_chunks = 1;
         values_left = chunks;
         TORCH_INTERNAL_ASSERT(values_left > 1, "column_chunk_kernel never writes the output");
         blocks = ceil_div(item_groups * chunks, tile_lane_groups(args.row_lanes));
@@ -128,7 +128,7 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
       column_block_kernel<in_t, acc_t, out_t, Op><<<grid, kColumnThreads, 0, stream.stream()>>>(args, op);
       break;
     case ColumnKernel::Tile:
-      if (args.run_chunks == kFoldLength) {
+      if (tile_teams_pass) {
         column_tile_kernel<in_t, acc_t, out_t, Op><<<grid, kColumnThreads, 0, stream.stream()>>>(args, op);
       } else {
         with_width<column_width<in_t, acc_t>()>(args.width, [&](auto width) {
