@@ -394,6 +394,28 @@ def test_batch_invariance_rows_of_a_strided_view(device, dtype, width, used, mak
         bitwise_equal(torch_reduce.sum(x[k : k + 1], dim=1), full[k : k + 1], f"row {k} alone")
 
 
+@pytest.mark.parametrize("dtype", BATCH_DTYPES + [torch.int32, torch.uint8], ids=_id)
+@pytest.mark.parametrize("length", [1, 2, 3, 4, 8], ids=_id)
+@pytest.mark.parametrize("op", ["sum", "mean", "amax"])
+def test_short_rows_read_packed_or_not(device, dtype, length, op, make_input, bitwise_equal):
+    """Rows shorter than a 16-byte vector, back to back and aligned, are read several to a
+    load on the GPU; a row gives the same bits read that way, from rows with a gap between
+    them, or from a misaligned start (4099 rows: the last ones are not a whole vector)."""
+    if op == "mean" and not dtype.is_floating_point:
+        pytest.skip("torch.mean takes floating inputs only")
+    rows = 4099
+    reduce = getattr(torch_reduce, op)
+    x = make_input((rows, length), dtype, device)
+    packed = reduce(x, 1)
+    gapped = torch.empty((rows, length + 1), dtype=dtype, device=device)[:, :length]
+    misaligned = torch.empty(rows * length + 1, dtype=dtype, device=device)[1:].view(rows, length)
+    for name, view in (("gapped", gapped), ("misaligned", misaligned)):
+        view.copy_(x)
+        bitwise_equal(reduce(view, 1), packed, name)
+    for k in (1, 3, 9):
+        bitwise_equal(reduce(x[:k], 1), packed[:k], f"first {k} rows")
+
+
 @pytest.mark.parametrize("dtype", BATCH_DTYPES, ids=_id)
 @pytest.mark.parametrize("shape", COL_SHAPES, ids=_id)
 def test_batch_invariance_columns(device, dtype, shape, make_input, bitwise_equal):

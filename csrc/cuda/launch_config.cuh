@@ -13,6 +13,7 @@
 #include "column_short_kernel.cuh"
 #include "column_tile_kernel.cuh"
 #include "device_info.cuh"
+#include "packed_row_reduce.cuh"
 #include "row_reduce.cuh"
 #include "split_row_reduce.cuh"
 

@@ -1,6 +1,7 @@
 // Routes a ReduceLayout to the kernel that reads it at full bandwidth:
 //   full reductions and long rows -> split_row_reduce_kernel (one launch)
-//   shorter rows                  -> row_reduce_kernel
+//   shorter rows                  -> row_reduce_kernel, or
+//                                    packed_row_reduce_kernel (rows shorter than a vector)
 //   strided columns               -> column_short_kernel, column_block_kernel
 //                                    or column_tile_kernel, pass after pass
 // Included by one translation unit per ReduceKind (reduce_<kind>.cu).
@@ -46,6 +47,22 @@ template <typename scalar_t, typename acc_t, typename out_t, typename Op>
 void launch_rows(const scalar_t* data, const ReduceLayout& layout, out_t* out, const Op& op,
                  const c10::cuda::CUDAStream& stream) {
   constexpr int kWidth = vector_width<scalar_t>();
+  const bool back_to_back = layout.batch == 1 || layout.batch_stride == layout.reduce;
+  const int64_t rows_per_vector = kWidth / layout.reduce;
+  if (layout.reduce < kWidth && kWidth % layout.reduce == 0 && back_to_back && is_aligned(data) &&
+      is_aligned(out, rows_per_vector * sizeof(out_t))) {
+    PackedRowArgs<scalar_t, out_t> args{data, layout.batch, static_cast<int>(layout.reduce), out};
+    const auto blocks = static_cast<unsigned int>(
+        grid_stride_blocks(ceil_div(layout.batch / rows_per_vector, kRowSlots), kRowThreads));
+    with_width<kWidth>(static_cast<int>(rows_per_vector), [&](auto rows) {
+      if constexpr (decltype(rows)::value > 1) {
+        packed_row_reduce_kernel<scalar_t, acc_t, out_t, Op, decltype(rows)::value>
+            <<<blocks, kRowThreads, 0, stream.stream()>>>(args, op);
+      }
+    });
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return;
+  }
   const bool vectorized = is_aligned(data) && layout.reduce % kWidth == 0 &&
                           (layout.batch_stride * sizeof(scalar_t)) % kVectorBytes == 0;
   const int64_t items = ceil_div(layout.reduce, kWidth);
