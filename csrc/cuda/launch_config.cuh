@@ -20,9 +20,14 @@
 namespace torch_reduce {
 namespace cuda {
 
-// Rows of at least this many bytes are shared by several blocks; shorter rows
-// go to row_reduce_kernel.
-constexpr int64_t kSplitRowBytes = 64 * 1024;
+// Rows of at least this many bytes go to split_row_reduce_kernel (a block or
+// more each); shorter rows to row_reduce_kernel (a warp or less each). On the
+// H100, rows of 16 and 32 KiB read faster a block each (results/dims_h100.json
+// against the same file at 2c3ca17, which split rows from 64 KiB: 4096 x 4096
+// float32 24.3 -> 23.2 us, 16384 x 16384 bfloat16 186.0 -> 172.7 us); rows of
+// 4 and 8 KiB slower (a sweep, not committed: 65536 x 1024 float32 88 -> 109
+// us, 4096 x 4096 bfloat16 7.3 -> 10.4 us).
+constexpr int64_t kSplitRowBytes = 16 * 1024;
 // In a dim reduction, one block of a split row reads this many tiles.
 constexpr int64_t kTilesPerSplit = 8;
 // Grid-stride kernels: blocks per SM beyond which a bigger grid buys nothing.
