@@ -5,8 +5,8 @@ compute-sanitizer (memcheck, racecheck, synccheck, initcheck):
 
 Sizes are small (the tools are slow) but cover every path: single-block and
 split full reductions, misaligned heads and ragged tails, short and long rows
-(vectorized and scalar), the three column kernels (short, tile, and block with
-one level a pass and two) over several passes, all four ops, every ladder
+(vectorized, scalar, and several to a load), the column kernels (short, chunk,
+tile teams and block) over several passes, all four ops, every ladder
 algorithm. Exits non-zero if a result is wrong.
 """
 import sys
@@ -47,7 +47,7 @@ for dtype in (torch.float32, torch.bfloat16, torch.int32, torch.uint8):
         if not exact:
             check(f"mean {dtype} {shape} {dim}", torch_reduce.mean(x, dim), torch.mean(cpu, dim), False)
 
-# column_block_kernel: one level a pass from 16 MiB, two once a tile per block fills the GPU.
+# column_tile_kernel over 16 MiB; column_block_kernel once a tile per block fills the GPU.
 for shape in ((4100, 1024), (65536, 4096)):
     x = torch.randn(shape, device=device)
     check(f"sum {shape} 0", torch_reduce.sum(x, 0), torch.sum(x.cpu(), 0), False)

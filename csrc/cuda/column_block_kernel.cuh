@@ -7,20 +7,21 @@
 namespace torch_reduce {
 namespace cuda {
 
-// Many columns: a block reads 32 adjacent items (one per lane) of a run of
-// run_chunks chunks, one chunk at a time ("a step"); warp s folds rows
-// s, s + 8, ..., s + 56 of it (eight loads in flight), and the tree threads
-// -- one per column of the 32 items -- combine the eight warps' slots
-// through shared memory. With a run of a whole tile, each tree thread also
-// folds the chunk values into its own second-level slots. A step's loads are
-// issued before the previous step's tree, so that the block keeps streaming.
+// Many columns: a block reads 32 adjacent items (one per lane) of a tile of
+// 64 chunks, one chunk at a time ("a step"); warp s folds rows s, s + 8,
+// ..., s + 56 of it (eight loads in flight), and the tree threads -- one per
+// column of the 32 items -- combine the eight warps' slots through shared
+// memory and fold the chunk values into their own second-level slots: two
+// levels a pass. A step's loads are issued before the previous step's tree,
+// so that the block keeps streaming. (launch_config.cuh sends a pass here
+// only when its tiles fill the device.)
 struct BlockRun {
-  int64_t unit;        // index of the (batch, run, item block) the block works on
+  int64_t unit;        // index of the (batch, tile, item block) the block works on
   int64_t b;
-  int64_t run;
+  int64_t tile;
   int64_t first_item;
   int64_t first_chunk;
-  int length;          // chunks in the run
+  int length;          // chunks in the tile
 };
 
 template <int kItems, typename in_t, typename acc_t, typename out_t, typename Op>
@@ -35,23 +36,22 @@ __device__ __forceinline__ void block_columns(const ColumnArgs<in_t, acc_t, out_
   const bool tree_thread = t < kColumns;
 
   const int64_t chunks = (args.reduce + kFoldLength - 1) / kFoldLength;
-  const int64_t runs = (chunks + args.run_chunks - 1) / args.run_chunks;
+  const int64_t tiles = (chunks + kFoldLength - 1) / kFoldLength;
   const int64_t item_blocks = (args.items + kWarpSize - 1) / kWarpSize;
-  const int64_t units = args.batch * runs * item_blocks;
-  const bool two_levels = args.run_chunks == kFoldLength && chunks > 1;
-  const bool last_pass = (two_levels ? runs : chunks) == 1;
+  const int64_t units = args.batch * tiles * item_blocks;
+  const bool last_pass = tiles == 1;
 
-  auto run_of = [&](int64_t unit) {
+  auto tile_of = [&](int64_t unit) {
     BlockRun r;
     r.unit = unit;
     r.first_item = (unit % item_blocks) * kWarpSize;
-    r.run = (unit / item_blocks) % runs;
-    r.b = unit / (item_blocks * runs);
-    r.first_chunk = r.run * args.run_chunks;
-    r.length = static_cast<int>(chunks - r.first_chunk < args.run_chunks ? chunks - r.first_chunk : args.run_chunks);
+    r.tile = (unit / item_blocks) % tiles;
+    r.b = unit / (item_blocks * tiles);
+    r.first_chunk = r.tile * kFoldLength;
+    r.length = static_cast<int>(chunks - r.first_chunk < kFoldLength ? chunks - r.first_chunk : kFoldLength);
     return r;
   };
-  // The rows this warp reads of chunk j of a run.
+  // The rows this warp reads of chunk j of a tile.
   auto load_step = [&](const BlockRun& r, int j, Vector<in_t, kItems>(&loaded)[kSlots]) {
     const int64_t chunk = r.first_chunk + j;
     const bool item_active = r.first_item + lane < args.items;
@@ -64,7 +64,7 @@ __device__ __forceinline__ void block_columns(const ColumnArgs<in_t, acc_t, out_
   };
 
   if (static_cast<int64_t>(blockIdx.x) >= units) return;
-  BlockRun current = run_of(blockIdx.x);
+  BlockRun current = tile_of(blockIdx.x);
   int j = 0;
   Vector<in_t, kItems> loaded[kSlots];
   int count = load_step(current, j, loaded);
@@ -80,10 +80,10 @@ __device__ __forceinline__ void block_columns(const ColumnArgs<in_t, acc_t, out_
 #pragma unroll
     for (int i = 0; i < kItems; ++i) slot_values[(parity * kSlots + s) * kColumns + lane * kItems + i] = acc[i];
 
-    // The next step: the next chunk of the run, or the first of the next run.
-    const bool run_ends = j + 1 == current.length;
-    const BlockRun next = run_ends ? run_of(current.unit + gridDim.x) : current;
-    const int next_j = run_ends ? 0 : j + 1;
+    // The next step: the next chunk of the tile, or the first of the next tile.
+    const bool tile_ends = j + 1 == current.length;
+    const BlockRun next = tile_ends ? tile_of(current.unit + gridDim.x) : current;
+    const int next_j = tile_ends ? 0 : j + 1;
     const bool more = next.unit < units;
     if (more) count = load_step(next, next_j, loaded);
 
@@ -95,23 +95,19 @@ __device__ __forceinline__ void block_columns(const ColumnArgs<in_t, acc_t, out_
 #pragma unroll
       for (int slot = 0; slot < kSlots; ++slot) p[slot] = slot_values[(parity * kSlots + slot) * kColumns + t];
       const acc_t value = combine_slots(p, op);
-      acc_t& level2_slot = level2[(two_levels ? j % kSlots : 0) * kColumns + t];
-      level2_slot = two_levels ? op.combine(level2_slot, value) : value;
+      acc_t& level2_slot = level2[(j % kSlots) * kColumns + t];
+      level2_slot = op.combine(level2_slot, value);
 
       const int64_t item = current.first_item + t / kItems;
-      if (run_ends && item < args.items) {
+      if (tile_ends && item < args.items) {
         acc_t result[1];
-        if (two_levels) {
 #pragma unroll
-          for (int slot = 0; slot < kSlots; ++slot) p[slot] = level2[slot * kColumns + t];
-          result[0] = combine_slots(p, op);
-        } else {
-          result[0] = level2[t];
-        }
-        // A run's value is row `run` of the partials (with one level a run is one chunk).
-        store_item(args, last_pass, current.run, current.b * args.columns + item * kItems + t % kItems, result, op);
+        for (int slot = 0; slot < kSlots; ++slot) p[slot] = level2[slot * kColumns + t];
+        result[0] = combine_slots(p, op);
+        // A tile's value is row `tile` of the partials.
+        store_item(args, last_pass, current.tile, current.b * args.columns + item * kItems + t % kItems, result, op);
       }
-      if (run_ends) {
+      if (tile_ends) {
 #pragma unroll
         for (int slot = 0; slot < kSlots; ++slot) level2[slot * kColumns + t] = op.identity();
       }

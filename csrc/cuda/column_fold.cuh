@@ -84,7 +84,6 @@ struct ColumnArgs {
   int width;          // columns per item, read by one load: a power of two up to column_width()
   int64_t items;      // ceil(columns / width)
   int row_lanes;      // tile kernel: items sharing a row of a chunk (1, 2 or 4)
-  int64_t run_chunks; // block kernel: kFoldLength for two levels a pass, else one
   acc_t* partials;    // [values left after this pass, batch * columns], unless it is the last pass
   out_t* out;         // [batch * columns], on the last pass
 };

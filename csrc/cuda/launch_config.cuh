@@ -76,6 +76,15 @@ inline int row_group_size(int64_t items) {
   return group;
 }
 
+// column_block_kernel's blocks and column_tile_kernel's teams fold whole
+// tiles of 64 chunks (two levels in one pass); there must be tiles enough to
+// give each SM one.
+constexpr int64_t kTileBlocksPerSm = 1;
+
+inline bool tiles_fill_device(int64_t tile_columns, int64_t chunks) {
+  return tile_columns * ceil_div(chunks, kFoldLength) >= kTileBlocksPerSm * sm_count();
+}
+
 // Column reductions (column_fold.cuh): which kernel reads a pass best.
 // All three compute the same order, so the choice may depend on any size.
 enum class ColumnKernel { Short, Block, Tile };
@@ -87,9 +96,13 @@ enum class ColumnKernel { Short, Block, Tile };
 // 3.1 us: results/column_passes_h100_43f9e04.txt), and column_tile_kernel's
 // teams read the chunk in one round. The thread count is a judgement, not a
 // measurement. Longer columns: column_block_kernel needs a warp's worth of
-// items and enough bytes to stream; the rest go to column_tile_kernel or
-// column_chunk_kernel (slots as lanes), which have eight times more threads
-// for the same bytes.
+// items, enough bytes to stream and tiles enough to fill the device; the rest
+// go to column_tile_kernel or column_chunk_kernel (slots as lanes), which
+// have eight times more threads for the same bytes. The block kernel's
+// single chunks, where its tiles were too few, lost to them on the H100
+// (results/dims_h100.json against the same file at 2c3ca17: 4096 x 4096
+// float32 30.7 -> 27.1 us, bfloat16 16.7 -> 10.2 us) but for a few float32
+// inputs of many chunks (65536 x 1024 98.2 -> 103.0 us).
 constexpr int64_t kBlockColumnMinBytes = 16 << 20;
 constexpr int64_t kShortColumnMinThreads = 64 * 1024;
 
@@ -97,17 +110,10 @@ inline ColumnKernel column_kernel(int64_t reduce, int64_t batch, int64_t items, 
   if (reduce <= kFoldLength) {
     return reduce <= kSlots || batch * items >= kShortColumnMinThreads ? ColumnKernel::Short : ColumnKernel::Tile;
   }
-  if (items >= kWarpSize && bytes >= kBlockColumnMinBytes) return ColumnKernel::Block;
+  if (items >= kWarpSize && bytes >= kBlockColumnMinBytes &&
+      tiles_fill_device(batch * ceil_div(items, kWarpSize), ceil_div(reduce, kFoldLength)))
+    return ColumnKernel::Block;
   return ColumnKernel::Tile;
-}
-
-// column_block_kernel blocks and column_tile_kernel teams fold whole tiles
-// of 64 chunks (two levels in one pass) when there are tiles enough to give
-// each SM one; else they fold single chunks, and the next pass the rest.
-constexpr int64_t kTileBlocksPerSm = 1;
-
-inline bool tiles_fill_device(int64_t tile_columns, int64_t chunks) {
-  return tile_columns * ceil_div(chunks, kFoldLength) >= kTileBlocksPerSm * sm_count();
 }
 
 // A team of column_tile_kernel reads its tile's chunks one after another: its

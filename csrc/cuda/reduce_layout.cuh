@@ -107,13 +107,10 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
     case ColumnKernel::Short:
       blocks = ceil_div(batch * args.items, kColumnThreads);
       break;
-    case ColumnKernel::Block: {
-      const int64_t column_blocks = batch * ceil_div(args.items, kWarpSize);
-      args.run_chunks = tiles_fill_device(column_blocks, chunks) ? kFoldLength : 1;
-      values_left = ceil_div(chunks, args.run_chunks);
-      blocks = column_blocks * values_left;
+    case ColumnKernel::Block:
+      values_left = ceil_div(chunks, kFoldLength);
+      blocks = batch * ceil_div(args.items, kWarpSize) * values_left;
       break;
-    }
     case ColumnKernel::Tile: {
       args.row_lanes = tile_row_lanes(args.items);
       const int64_t item_groups = batch * ceil_div(args.items, args.row_lanes);
