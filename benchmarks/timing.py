@@ -81,7 +81,10 @@ def _time_cuda(fn, replays: int) -> Timing:
 
 def _time_graph(fn, calls: int, replays: int) -> Timing:
     graph = _capture(fn, calls)
-    probe_ms = _replay_ms(graph)  # the first replay also uploads the graph
+    # The first replay also uploads the graph: probing with it could take the upload for a
+    # long sample and keep too few calls, whose samples then include the graph's launch.
+    graph.replay()
+    probe_ms = _replay_ms(graph)
     # The eager estimate above includes launch latency, so small calls get too few at first.
     if probe_ms < TARGET_SAMPLE_MS / 2 and calls < MAX_CALLS_PER_SAMPLE:
         calls = _calls_for(probe_ms / calls)
