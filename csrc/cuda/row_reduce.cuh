@@ -3,12 +3,15 @@
 // row at a time, so that a warp reads whole 128-byte lines even for rows of
 // 2 to 32 elements.
 //
-// Every lane keeps kRowSlots items in flight: items of one long row, or one
-// item of each of several short rows (rows_per_pass > 1). A row's order --
+// Every lane keeps kRowSlots items in flight (twice that many for lanes of
+// more items): items of one long row, or one item of each of several short
+// rows (rows_per_pass > 1). A row's order --
 // each lane folds its items in index order, then the fixed butterfly across
 // the group -- depends only on the row length, never on the number of rows
 // or the row's alignment (batch invariance).
 #pragma once
+
+#include <type_traits>
 
 #include "primitives.cuh"
 
@@ -47,15 +50,24 @@ __global__ void __launch_bounds__(kRowThreads) row_reduce_kernel(RowArgs<scalar_
   // since the butterfly needs all 32 lanes.
   const int64_t warp_first_group = blockIdx.x * groups_per_block + (threadIdx.x / kWarpSize) * (kWarpSize / group);
 
-  auto load_item = [&](int64_t row, int64_t item) -> acc_t {
+  // An item's load: one 16-byte vector, or the item folded from its elements.
+  using Loaded = std::conditional_t<kVectorized, Vector<scalar_t>, acc_t>;
+  auto load_item = [&](int64_t row, int64_t item) -> Loaded {
     const scalar_t* p = args.data + row * args.row_stride + item * kWidth;
     if constexpr (kVectorized) {
-      return fold_vector(op.identity(), load_vector(p), op);
+      return load_vector(p);
     } else {
       const int64_t count = args.row_length - item * kWidth < kWidth ? args.row_length - item * kWidth : kWidth;
       acc_t acc = op.identity();
       for (int64_t i = 0; i < count; ++i) acc = op.combine(acc, static_cast<acc_t>(p[i]));
       return acc;
+    }
+  };
+  auto fold_item = [&](const Loaded& loaded) -> acc_t {
+    if constexpr (kVectorized) {
+      return fold_vector(op.identity(), loaded, op);
+    } else {
+      return loaded;
     }
   };
 
@@ -66,16 +78,34 @@ __global__ void __launch_bounds__(kRowThreads) row_reduce_kernel(RowArgs<scalar_
       // One row; slot s holds items lane + group * (s + kRowSlots * j).
 #pragma unroll
       for (int s = 0; s < kRowSlots; ++s) acc[s] = op.identity();
-      if (first < args.rows) {
-        for (int64_t base = 0; base < items; base += kRowSlots * group) {
-          acc_t loaded[kRowSlots];
+      // kLoads items a step: twice kRowSlots when the lane has more than
+      // kRowSlots items (a step is a round trip to memory). Item i + kRowSlots
+      // folds after item i into the same slot, so the order is the same. A
+      // step loads all its items first and folds them after; an item past
+      // the row's end loads item 0 again and is dropped. With loads under a
+      // predicate, folded as they came, ptxas kept one bfloat16 load in
+      // flight at a time (sm_90 SASS of 5163c86).
+      auto fold_items = [&](auto loads) {
+        constexpr int kLoads = decltype(loads)::value;
+        for (int64_t base = 0; base < items; base += kLoads * group) {
+          Loaded loaded[kLoads];
 #pragma unroll
-          for (int s = 0; s < kRowSlots; ++s) {
-            const int64_t item = base + s * group + lane;
-            loaded[s] = item < items ? load_item(first, item) : op.identity();
+          for (int u = 0; u < kLoads; ++u) {
+            const int64_t item = base + u * group + lane;
+            loaded[u] = load_item(first, item < items ? item : 0);
           }
 #pragma unroll
-          for (int s = 0; s < kRowSlots; ++s) acc[s] = op.combine(acc[s], loaded[s]);
+          for (int u = 0; u < kLoads; ++u) {
+            const bool valid = base + u * group + lane < items;
+            acc[u % kRowSlots] = op.combine(acc[u % kRowSlots], valid ? fold_item(loaded[u]) : op.identity());
+          }
+        }
+      };
+      if (first < args.rows) {
+        if (args.items_per_lane > kRowSlots) {
+          fold_items(std::integral_constant<int, 2 * kRowSlots>{});
+        } else {
+          fold_items(std::integral_constant<int, kRowSlots>{});
         }
       }
 #pragma unroll
@@ -91,7 +121,7 @@ __global__ void __launch_bounds__(kRowThreads) row_reduce_kernel(RowArgs<scalar_
         const int64_t row = first + s / ipl;
         const int64_t item = (s % ipl) * group + lane;
         const bool valid = s / ipl < rows_per_pass && row < args.rows && item < items;
-        acc[s] = valid ? load_item(row, item) : op.identity();
+        acc[s] = valid ? fold_item(load_item(row, item)) : op.identity();
       }
       // Fold each row's slots in order, then its group's butterfly. The
       // conditions are uniform across the warp, as the butterfly needs.
