@@ -80,8 +80,8 @@ def bench_shape(shape: tuple, dtype_name: str, ops: list, device, info) -> list:
                     "bytes": nbytes}
             case["check"] = harness.checked_result(lambda: ours(x, dim), lambda: theirs(x, dim),
                                                    x, op, dim)
-            case["torch"] = harness.measure(lambda: theirs(x, dim), device, nbytes, info)
-            case["ours"] = harness.measure(lambda: ours(x, dim), device, nbytes, info)
+            case.update(harness.measure_rounds({"torch": lambda: theirs(x, dim),
+                                                "ours": lambda: ours(x, dim)}, device, nbytes, info))
             case["speedup_vs_torch"] = harness.speedup(case["torch"], case["ours"])
             cases.append(case)
     return cases

@@ -167,6 +167,23 @@ def measure(fn: Callable[[], object], device: torch.device, nbytes: int, info: D
     return figures
 
 
+def measure_rounds(fns: dict, device: torch.device, nbytes: int, info: DeviceInfo,
+                   rounds: int = 2) -> dict:
+    """measure() for each of fns ({name: fn}), in `rounds` rounds that take the competitors in
+    turn, keeping each one's fastest round: a stall of the machine during one round (the H100
+    gave one competitor 3x to 4x its time now and then) does not decide a comparison."""
+    best = {}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            figures = measure(fn, device, nbytes, info)
+            if name not in best or (figures["us"] is not None and
+                                    (best[name]["us"] is None or figures["us"] < best[name]["us"])):
+                best[name] = figures
+    for figures in best.values():
+        figures["rounds"] = rounds
+    return best
+
+
 def speedup(baseline: dict, candidate: dict) -> Optional[float]:
     """How many times faster candidate is than baseline (time ratio baseline / candidate)."""
     if not baseline or not candidate or not baseline.get("us") or not candidate.get("us"):
