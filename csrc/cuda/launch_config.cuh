@@ -24,7 +24,7 @@ namespace cuda {
 // more each); shorter rows to row_reduce_kernel (a warp or less each). On the
 // H100, rows of 16 and 32 KiB read faster a block each (results/dims_h100.json
 // against the same file at 2c3ca17, which split rows from 64 KiB: 4096 x 4096
-// float32 24.3 -> 23.2 us, 16384 x 16384 bfloat16 186.0 -> 172.7 us); rows of
+// float32 24.3 -> 23.3 us, 16384 x 16384 bfloat16 186.0 -> 174 us); rows of
 // 4 and 8 KiB slower (a sweep, not committed: 65536 x 1024 float32 88 -> 109
 // us, 4096 x 4096 bfloat16 7.3 -> 10.4 us).
 constexpr int64_t kSplitRowBytes = 16 * 1024;
@@ -101,8 +101,8 @@ enum class ColumnKernel { Short, Block, Tile };
 // have eight times more threads for the same bytes. The block kernel's
 // single chunks, where its tiles were too few, lost to them on the H100
 // (results/dims_h100.json against the same file at 2c3ca17: 4096 x 4096
-// float32 30.7 -> 27.1 us, bfloat16 16.7 -> 10.2 us) but for a few float32
-// inputs of many chunks (65536 x 1024 98.2 -> 103.0 us).
+// float32 30.7 -> 27.3 us, bfloat16 16.7 -> 10.3 us) but for a few float32
+// inputs of many chunks (65536 x 1024 98.2 -> 103 us).
 constexpr int64_t kBlockColumnMinBytes = 16 << 20;
 constexpr int64_t kShortColumnMinThreads = 64 * 1024;
 
