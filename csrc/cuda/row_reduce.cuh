@@ -5,10 +5,10 @@
 //
 // Every lane keeps kRowSlots items in flight (twice that many for lanes of
 // more items): items of one long row, or one item of each of several short
-// rows (rows_per_pass > 1). A row's order --
-// each lane folds its items in index order, then the fixed butterfly across
-// the group -- depends only on the row length, never on the number of rows
-// or the row's alignment (batch invariance).
+// rows (rows_per_pass > 1). A row's order -- each lane folds its items in
+// index order, then the fixed butterfly across the group -- depends only on
+// the row length, never on the number of rows or the row's alignment (batch
+// invariance).
 #pragma once
 
 #include <type_traits>
