@@ -18,17 +18,9 @@ namespace cuda {
 template <typename scalar_t, typename out_t>
 struct PackedRowArgs {
   const scalar_t* data;  // 16-byte aligned
-  int64_t rows;
-  int row_length;        // tail rows only; the kernel's kRows fixes it elsewhere
+  int64_t rows;          // of kWidth / kRows elements each
   out_t* out;            // aligned to kRows outputs
 };
-
-template <typename acc_t, typename in_t, typename Op>
-__device__ __forceinline__ acc_t fold_row(const in_t* x, int length, const Op& op) {
-  acc_t acc = op.identity();
-  for (int i = 0; i < length; ++i) acc = op.combine(acc, static_cast<acc_t>(x[i]));
-  return acc;
-}
 
 template <typename scalar_t, typename acc_t, typename out_t, typename Op, int kRows>
 __global__ void __launch_bounds__(kRowThreads) packed_row_reduce_kernel(PackedRowArgs<scalar_t, out_t> args, Op op) {
@@ -54,7 +46,7 @@ __global__ void __launch_bounds__(kRowThreads) packed_row_reduce_kernel(PackedRo
         Vector<out_t, kRows> results;
 #pragma unroll
         for (int r = 0; r < kRows; ++r)
-          results.value[r] = static_cast<out_t>(op.project(fold_row<acc_t>(loaded[s].value + r * kLength, kLength, op)));
+          results.value[r] = static_cast<out_t>(op.project(fold_elements<acc_t>(loaded[s].value + r * kLength, kLength, op)));
         store_vector(args.out + v * kRows, results);
       }
     }
@@ -63,7 +55,7 @@ __global__ void __launch_bounds__(kRowThreads) packed_row_reduce_kernel(PackedRo
   const int64_t thread = blockIdx.x * static_cast<int64_t>(kRowThreads) + threadIdx.x;
   const int64_t tail_row = vectors * kRows + thread;
   if (thread < kRows && tail_row < args.rows) {
-    const acc_t acc = fold_row<acc_t>(args.data + tail_row * args.row_length, args.row_length, op);
+    const acc_t acc = fold_elements<acc_t>(args.data + tail_row * kLength, kLength, op);
     args.out[tail_row] = static_cast<out_t>(op.project(acc));
   }
 }

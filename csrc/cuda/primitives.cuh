@@ -75,6 +75,15 @@ __device__ __forceinline__ acc_t fold_vector(acc_t acc, const Vector<T>& v, cons
   }
 }
 
+// Folds `count` consecutive elements into a fresh accumulator, in index
+// order: a row or an item read element by element.
+template <typename acc_t, typename T, typename Op>
+__device__ __forceinline__ acc_t fold_elements(const T* x, int64_t count, const Op& op) {
+  acc_t acc = op.identity();
+  for (int64_t i = 0; i < count; ++i) acc = op.combine(acc, static_cast<acc_t>(x[i]));
+  return acc;
+}
+
 // Elements before `p` reaches a 16-byte boundary, at most n.
 template <typename T>
 __device__ __forceinline__ int64_t misaligned_head(const T* p, int64_t n) {

@@ -51,7 +51,7 @@ void launch_rows(const scalar_t* data, const ReduceLayout& layout, out_t* out, c
   const int64_t rows_per_vector = kWidth / layout.reduce;
   if (layout.reduce < kWidth && kWidth % layout.reduce == 0 && back_to_back && is_aligned(data) &&
       is_aligned(out, rows_per_vector * sizeof(out_t))) {
-    PackedRowArgs<scalar_t, out_t> args{data, layout.batch, static_cast<int>(layout.reduce), out};
+    PackedRowArgs<scalar_t, out_t> args{data, layout.batch, out};
     const auto blocks = static_cast<unsigned int>(
         grid_stride_blocks(ceil_div(layout.batch / rows_per_vector, kRowSlots), kRowThreads));
     with_width<kWidth>(static_cast<int>(rows_per_vector), [&](auto rows) {

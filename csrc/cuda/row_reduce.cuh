@@ -58,9 +58,7 @@ __global__ void __launch_bounds__(kRowThreads) row_reduce_kernel(RowArgs<scalar_
       return load_vector(p);
     } else {
       const int64_t count = args.row_length - item * kWidth < kWidth ? args.row_length - item * kWidth : kWidth;
-      acc_t acc = op.identity();
-      for (int64_t i = 0; i < count; ++i) acc = op.combine(acc, static_cast<acc_t>(p[i]));
-      return acc;
+      return fold_elements<acc_t>(p, count, op);
     }
   };
   auto fold_item = [&](const Loaded& loaded) -> acc_t {
