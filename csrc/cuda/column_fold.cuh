@@ -14,7 +14,7 @@
 // The eight slots are independent, which lets three kernels compute that
 // same order, each where it reads memory best:
 //  - column_short_kernel.cuh (R <= 64, one level): a thread reads all R rows
-//    of a few adjacent columns, slot after slot.
+//    of a few adjacent columns, eight at a time, a group of slots a step.
 //  - column_block_kernel.cuh (many columns): the slots are a block's eight
 //    warps, each lane reads adjacent columns (a warp's load is 32 adjacent
 //    vectors), and the tree runs through shared memory.

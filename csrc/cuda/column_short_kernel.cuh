@@ -7,59 +7,103 @@
 namespace torch_reduce {
 namespace cuda {
 
-// One column chunk of up to 8 rows (one row per slot), all loaded at once.
-// Not inlined, like fold_chunk_by_slots: each gets its own register budget.
-template <int kItems, typename in_t, typename acc_t, typename Op>
-__device__ __noinline__ void fold_short_chunk(const in_t* base, int64_t stride, int rows, acc_t (&value)[kItems],
-                                              const Op& op) {
-  Vector<in_t, kItems> loaded[kSlots];
-  load_rows(base, stride, rows, loaded);
-#pragma unroll
-  for (int i = 0; i < kItems; ++i) {
-    acc_t p[kSlots];
-#pragma unroll
-    for (int s = 0; s < kSlots; ++s)
-      p[s] = s < rows ? op.combine(op.identity(), static_cast<acc_t>(loaded[s].value[i])) : op.identity();
-    value[i] = combine_slots(p, op);
-  }
-}
-
-// One column chunk of up to 64 rows, slot after slot: step q folds slot s =
-// the 3-bit reverse of q (0, 4, 2, 6, 1, 5, 3, 7), and the results combine
-// into pairs, pairs of pairs and halves, as combine_slots. The loop stays
-// rolled, so that only one slot's loads and the tree's pending values are
-// in registers.
-template <int kItems, typename in_t, typename acc_t, typename Op>
-__device__ __noinline__ void fold_chunk_by_slots(const in_t* base, int64_t stride, int rows, acc_t (&value)[kItems],
-                                                 const Op& op) {
-  acc_t pending[kItems], quad[kItems], left[kItems];
+// One column chunk of at most 8 x kRowsPerSlot rows, eight loads a step:
+// step t folds the kSlots / kRowsPerSlot slots s = (3-bit reverse of q) for
+// q in [t * that, (t + 1) * that) -- the leaves of one subtree of
+// combine_slots' tree, which q-order (0, 4, 2, 6, 1, 5, 3, 7) walks left to
+// right -- and
+// merges the subtree with the ones before it like a binary counter. Every
+// load of a step is a row of the chunk (slots hold about the same number of
+// rows), so that a thread keeps eight rows in flight whatever the chunk's
+// length. The step loop stays rolled; the result is stored here (to out[0,
+// kItems)).
+template <int kRowsPerSlot, int kItems, typename in_t, typename acc_t, typename out_t, typename Op>
+__device__ __forceinline__ void reduce_short_chunk(const in_t* base, int64_t stride, int rows, out_t* out,
+                                                   const Op& op) {
+  constexpr int kSlotsPerStep = kSlots / kRowsPerSlot;
+  constexpr int kHeights = kRowsPerSlot == 8 ? 3 : kRowsPerSlot == 4 ? 2 : kRowsPerSlot == 2 ? 1 : 0;
+  acc_t pending[kHeights > 0 ? kHeights : 1][kItems];
 #pragma unroll 1
-  for (int q = 0; q < kSlots; ++q) {
-    const int s = ((q & 1) << 2) | (q & 2) | (q >> 2);
-    const int count = slot_rows(rows, s);
+  for (int t = 0; t < kRowsPerSlot; ++t) {
+    int count[kSlotsPerStep];
     Vector<in_t, kItems> loaded[kSlots];
-    load_rows(base + s * stride, kSlots * stride, count, loaded);
-    acc_t p[kItems];
 #pragma unroll
-    for (int i = 0; i < kItems; ++i) p[i] = op.identity();
-    fold_rows(p, loaded, count, op);
+    for (int j = 0; j < kSlotsPerStep; ++j) {
+      const int q = t * kSlotsPerStep + j;
+      const int s = ((q & 1) << 2) | (q & 2) | (q >> 2);
+      count[j] = slot_rows(rows, s);
+      // Rows past the slot's read row 0 again (a slot may have none): loads
+      // stay unpredicated (see load_rows).
 #pragma unroll
-    for (int i = 0; i < kItems; ++i) {
-      if (q % 2 == 0) {
-        pending[i] = p[i];
-      } else {
-        const acc_t pair = op.combine(pending[i], p[i]);
-        quad[i] = q % 4 == 1 ? pair : op.combine(quad[i], pair);
-        if (q == 3) left[i] = quad[i];
-        if (q == 7) value[i] = op.combine(left[i], quad[i]);
+      for (int k = 0; k < kRowsPerSlot; ++k)
+        loaded[j * kRowsPerSlot + k] = load_vector<in_t, kItems>(base + (k < count[j] ? s + k * kSlots : 0) * stride);
+    }
+    // A full chunk folds without selects, so that ptxas does not sink loads
+    // into the fold (and wait for each there): see fold_rows.
+    acc_t subtree[kItems];
+    auto fold = [&](auto full) {
+#pragma unroll
+      for (int i = 0; i < kItems; ++i) {
+        acc_t leaf[kSlotsPerStep];
+#pragma unroll
+        for (int j = 0; j < kSlotsPerStep; ++j) {
+          leaf[j] = op.identity();
+#pragma unroll
+          for (int k = 0; k < kRowsPerSlot; ++k) {
+            const acc_t folded = op.combine(leaf[j], static_cast<acc_t>(loaded[j * kRowsPerSlot + k].value[i]));
+            leaf[j] = decltype(full)::value || k < count[j] ? folded : leaf[j];
+          }
+        }
+#pragma unroll
+        for (int width = kSlotsPerStep / 2; width >= 1; width /= 2) {
+#pragma unroll
+          for (int j = 0; j < width; ++j) leaf[j] = op.combine(leaf[2 * j], leaf[2 * j + 1]);
+        }
+        subtree[i] = leaf[0];
       }
+    };
+    if (rows == kSlots * kRowsPerSlot) {
+      fold(std::true_type{});
+    } else {
+      fold(std::false_type{});
+    }
+    // Merge with the left siblings that step t completes (its trailing ones).
+    bool carry = true;
+#pragma unroll
+    for (int h = 0; h < kHeights; ++h) {
+      if (carry && ((t >> h) & 1)) {
+#pragma unroll
+        for (int i = 0; i < kItems; ++i) subtree[i] = op.combine(pending[h][i], subtree[i]);
+      } else if (carry) {
+#pragma unroll
+        for (int i = 0; i < kItems; ++i) pending[h][i] = subtree[i];
+        carry = false;
+      }
+    }
+    if (carry) {
+      Vector<out_t, kItems> result;
+#pragma unroll
+      for (int i = 0; i < kItems; ++i) result.value[i] = static_cast<out_t>(op.project(subtree[i]));
+      store_vector(out, result);
     }
   }
 }
 
+// Chunks of several steps, not inlined: ptxas then issues each step's eight
+// loads before its folds, where inlined into the loop below it interleaves
+// them for 64 rows (sm_90 SASS), and only one step's loads and the pending
+// subtrees take registers. The result is not handed back, which would take
+// it through local memory. One step (up to 8 rows) is inlined: called, the
+// 8-bit types' amax and amin spilled.
+template <int kRowsPerSlot, int kItems, typename in_t, typename acc_t, typename out_t, typename Op>
+__device__ __noinline__ void reduce_short_chunk_call(const in_t* base, int64_t stride, int rows, out_t* out,
+                                                     const Op& op) {
+  reduce_short_chunk<kRowsPerSlot, kItems, in_t, acc_t>(base, stride, rows, out, op);
+}
+
 // Columns of one chunk (at most 64 rows), one level: a thread per (batch,
 // item), items fastest so that a warp reads adjacent columns.
-template <int kItems, typename in_t, typename acc_t, typename out_t, typename Op>
+template <int kRowsPerSlot, int kItems, typename in_t, typename acc_t, typename out_t, typename Op>
 __device__ __forceinline__ void short_columns(const ColumnArgs<in_t, acc_t, out_t>& args, const Op& op) {
   const int64_t work = args.batch * args.items;
   const int rows = static_cast<int>(args.reduce);
@@ -68,20 +112,27 @@ __device__ __forceinline__ void short_columns(const ColumnArgs<in_t, acc_t, out_
     const int64_t item = w % args.items;
     const int64_t b = w / args.items;
     const in_t* base = args.data + b * args.batch_stride + item * kItems;
-    acc_t value[kItems];
-    if (rows <= kSlots) {
-      fold_short_chunk(base, args.reduce_stride, rows, value, op);
+    out_t* out = args.out + b * args.columns + item * kItems;
+    if constexpr (kRowsPerSlot == 1) {
+      reduce_short_chunk<kRowsPerSlot, kItems, in_t, acc_t>(base, args.reduce_stride, rows, out, op);
     } else {
-      fold_chunk_by_slots(base, args.reduce_stride, rows, value, op);
+      reduce_short_chunk_call<kRowsPerSlot, kItems, in_t, acc_t>(base, args.reduce_stride, rows, out, op);
     }
-    store_item(args, /*last_pass=*/true, 0, b * args.columns + item * kItems, value, op);
   }
 }
 
-template <typename in_t, typename acc_t, typename out_t, typename Op>
+// Rows per slot of a chunk of `rows` rows (at most 64): its length rounded
+// up to 8, 16, 32 or 64, over 8.
+inline int short_rows_per_slot(int64_t rows) {
+  return rows <= kSlots ? 1 : rows <= 2 * kSlots ? 2 : rows <= 4 * kSlots ? 4 : 8;
+}
+
+// A kernel for each number of rows per slot, so that each gets the registers
+// it needs rather than those of the longest chunks' pending subtrees.
+template <int kRowsPerSlot, typename in_t, typename acc_t, typename out_t, typename Op>
 __global__ void __launch_bounds__(kColumnThreads) column_short_kernel(ColumnArgs<in_t, acc_t, out_t> args, Op op) {
-  with_width<column_width<in_t, acc_t>()>(args.width,
-                                         [&](auto width) { short_columns<decltype(width)::value>(args, op); });
+  with_width<column_width<in_t, acc_t>()>(
+      args.width, [&](auto width) { short_columns<kRowsPerSlot, decltype(width)::value>(args, op); });
 }
 
 }  // namespace cuda
