@@ -89,26 +89,42 @@ inline bool tiles_fill_device(int64_t tile_columns, int64_t chunks) {
 // All three compute the same order, so the choice may depend on any size.
 enum class ColumnKernel { Short, Block, Tile };
 
-// One chunk: column_short_kernel, whose threads have all the rows to
-// themselves -- if there are threads enough to stream, or rows few enough
-// for one step; else a thread's eight dependent steps (one per slot) are the
-// pass's time (30 x 4 float32, the last pass of 7840000 x 4 at 43f9e04, took
-// 3.1 us: results/column_passes_h100_43f9e04.txt), and column_tile_kernel's
-// teams read the chunk in one round. The thread count is a judgement, not a
-// measurement. Longer columns: column_block_kernel needs a warp's worth of
-// items, enough bytes to stream and tiles enough to fill the device; the rest
-// go to column_tile_kernel or column_chunk_kernel (slots as lanes), which
-// have eight times more threads for the same bytes. The block kernel's
-// single chunks, where its tiles were too few, lost to them on the H100
+// One chunk (at most 64 rows): column_short_kernel, whose threads have all
+// the rows of their columns to themselves and read them eight at a time, in
+// rows / 8 dependent steps -- when there are threads enough to stream, or
+// steps few enough (up to 16 rows) for a warp's worth of items. Otherwise
+// column_block_kernel reads the chunk in one round (its eight warps are the
+// slots) if there is a warp's worth of items, and column_tile_kernel's teams
+// if not (tiny outputs, such as the last passes of a few long columns: 30 x
+// 4 float32, the last pass of 7840000 x 4 at 43f9e04, took 3.1 us in the
+// short kernel of that time, eight steps: results/column_passes_h100_43f9e04.txt).
+// On the H200 (sweeps of one kernel against the other, not committed,
+// float32 / bfloat16 us): 12 x 65536 short 2.34 / 2.66, block 4.57 / 3.12;
+// 16 x 1024 short 2.09 / 1.99, block 2.37 / 2.59; 24 x 2048 short 2.93 /
+// 3.68, block 2.41 / 2.64; 20 x 300000 bfloat16 (37500 threads) short 5.45,
+// block 11.3; 64 x 262144 bfloat16 (32768 threads) short 6.94, block 11.2;
+// 33 x 100000 short 4.91 / 5.94, block 6.73 / 5.16 -- hence 16K threads, a
+// judgement between 12500 and 25000; 64 x 16384 short 4.96 / 6.19, block
+// 2.89 / 2.87.
+// Longer columns: column_block_kernel needs a warp's worth of items, enough
+// bytes to stream and tiles enough to fill the device; the rest go to
+// column_tile_kernel or column_chunk_kernel (slots as lanes), which have
+// eight times more threads for the same bytes. The block kernel's single
+// chunks, where its tiles were too few, lost to them on the H100
 // (results/dims_h100.json against the same file at 2c3ca17: 4096 x 4096
 // float32 30.7 -> 27.3 us, bfloat16 16.7 -> 10.3 us) but for a few float32
 // inputs of many chunks (65536 x 1024 98.2 -> 103 us).
 constexpr int64_t kBlockColumnMinBytes = 16 << 20;
-constexpr int64_t kShortColumnMinThreads = 64 * 1024;
+constexpr int64_t kShortColumnMinThreads = 16 * 1024;
+constexpr int64_t kShortColumnMaxSteps = 2;  // rows per slot: short for any warp's worth of items
 
 inline ColumnKernel column_kernel(int64_t reduce, int64_t batch, int64_t items, int64_t bytes) {
   if (reduce <= kFoldLength) {
-    return reduce <= kSlots || batch * items >= kShortColumnMinThreads ? ColumnKernel::Short : ColumnKernel::Tile;
+    const bool wide = items >= kWarpSize;
+    if (reduce <= kSlots || batch * items >= kShortColumnMinThreads ||
+        (wide && reduce <= kShortColumnMaxSteps * kSlots))
+      return ColumnKernel::Short;
+    return wide ? ColumnKernel::Block : ColumnKernel::Tile;
   }
   if (items >= kWarpSize && bytes >= kBlockColumnMinBytes &&
       tiles_fill_device(batch * ceil_div(items, kWarpSize), ceil_div(reduce, kFoldLength)))
