@@ -112,15 +112,22 @@ __global__ void __launch_bounds__(kRowThreads) row_reduce_kernel(RowArgs<scalar_
       if (lane == 0 && first < args.rows) args.out[first] = static_cast<out_t>(op.project(total));
     } else {
       // Several short rows; slot s holds item (s % ipl) * group + lane of
-      // row first + s / ipl.
+      // row first + s / ipl. As in one row's steps, every slot loads before
+      // any folds, a slot past the rows or the row's items loading item 0 of
+      // row 0: under a predicate each, the loads went one at a time
+      // (bfloat16) or two (float32) (sm_90 SASS of f2f40e0).
       const int ipl = args.items_per_lane;
+      Loaded loaded[kRowSlots];
+      bool valid[kRowSlots];
 #pragma unroll
       for (int s = 0; s < kRowSlots; ++s) {
         const int64_t row = first + s / ipl;
         const int64_t item = (s % ipl) * group + lane;
-        const bool valid = s / ipl < rows_per_pass && row < args.rows && item < items;
-        acc[s] = valid ? fold_item(load_item(row, item)) : op.identity();
+        valid[s] = s / ipl < rows_per_pass && row < args.rows && item < items;
+        loaded[s] = load_item(valid[s] ? row : 0, valid[s] ? item : 0);
       }
+#pragma unroll
+      for (int s = 0; s < kRowSlots; ++s) acc[s] = valid[s] ? fold_item(loaded[s]) : op.identity();
       // Fold each row's slots in order, then its group's butterfly. The
       // conditions are uniform across the warp, as the butterfly needs.
       acc_t row_acc = op.identity();
