@@ -136,19 +136,11 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
   const auto grid = static_cast<unsigned int>(std::max<int64_t>(1, std::min(blocks, static_cast<int64_t>(sm_count()) * kMaxBlocksPerSm)));
   switch (kernel) {
     case ColumnKernel::Short:
-      switch (short_rows_per_slot(reduce)) {
-        case 1:
-          column_short_kernel<1, in_t, acc_t, out_t, Op><<<grid, kColumnThreads, 0, stream.stream()>>>(args, op);
-          break;
-        case 2:
-          column_short_kernel<2, in_t, acc_t, out_t, Op><<<grid, kColumnThreads, 0, stream.stream()>>>(args, op);
-          break;
-        case 4:
-          column_short_kernel<4, in_t, acc_t, out_t, Op><<<grid, kColumnThreads, 0, stream.stream()>>>(args, op);
-          break;
-        default:
-          column_short_kernel<8, in_t, acc_t, out_t, Op><<<grid, kColumnThreads, 0, stream.stream()>>>(args, op);
-      }
+      // Rows per slot are a power of two up to 8, dispatched like an item width.
+      with_width<kSlots>(short_rows_per_slot(reduce), [&](auto rows_per_slot) {
+        column_short_kernel<decltype(rows_per_slot)::value, in_t, acc_t, out_t, Op>
+            <<<grid, kColumnThreads, 0, stream.stream()>>>(args, op);
+      });
       break;
     case ColumnKernel::Block:
       column_block_kernel<in_t, acc_t, out_t, Op><<<grid, kColumnThreads, 0, stream.stream()>>>(args, op);
