@@ -11,12 +11,11 @@ namespace cuda {
 // step t folds the kSlots / kRowsPerSlot slots s = (3-bit reverse of q) for
 // q in [t * that, (t + 1) * that) -- the leaves of one subtree of
 // combine_slots' tree, which q-order (0, 4, 2, 6, 1, 5, 3, 7) walks left to
-// right -- and
-// merges the subtree with the ones before it like a binary counter. Every
-// load of a step is a row of the chunk (slots hold about the same number of
-// rows), so that a thread keeps eight rows in flight whatever the chunk's
-// length. The step loop stays rolled; the result is stored here (to out[0,
-// kItems)).
+// right -- and merges the subtree with the ones before it like a binary
+// counter. Every load of a step is a row of the chunk (slots hold about the
+// same number of rows), so that a thread keeps eight rows in flight whatever
+// the chunk's length. The step loop stays rolled; the result is stored here
+// (to out[0, kItems)).
 template <int kRowsPerSlot, int kItems, typename in_t, typename acc_t, typename out_t, typename Op>
 __device__ __forceinline__ void reduce_short_chunk(const in_t* base, int64_t stride, int rows, out_t* out,
                                                    const Op& op) {
