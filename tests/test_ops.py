@@ -475,6 +475,27 @@ def test_column_order_is_fold64(cuda_device, dtype, rows, columns, view, make_in
     bitwise_equal(torch_reduce.sum(x, 0), fold64_reference(x).to(dtype), f"{rows}x{columns} {view}")
 
 
+# Column reductions of two and three passes, whose first passes take each column kernel but the short one.
+MULTI_PASS_COLUMN_SHAPES = [(1000000, 2), (300001, 3), (32768, 32), (70000, 33), (540000, 6), (4160, 16384)]
+
+
+@pytest.mark.requires_cuda
+@pytest.mark.parametrize("op", ["sum", "amax"])
+def test_column_passes_keep_stream_order(cuda_device, op, make_input, check):
+    """A column reduction's later passes are launched before the pass they read has finished
+    (programmatic dependent launch) but still read and write in stream order: reductions queued back
+    to back, each input overwritten right after, nothing synchronised in between, each give the
+    result of their own input."""
+    originals, outs = [], []
+    for shape in MULTI_PASS_COLUMN_SHAPES:
+        x = make_input(shape, torch.float32, cuda_device)
+        originals.append(x.clone())
+        outs.append(getattr(torch_reduce, op)(x, 0))
+        x.uniform_(-1e6, 1e6)
+    for shape, x, out in zip(MULTI_PASS_COLUMN_SHAPES, originals, outs):
+        check(out, x, op=op, dim=0)
+
+
 @pytest.mark.requires_cuda
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=_id)
 def test_batch_invariance_3d(cuda_device, dtype, make_input, bitwise_equal):

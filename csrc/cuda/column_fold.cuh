@@ -25,11 +25,13 @@
 // owns a whole tile of 64 chunks. A pass writes its results as a new column
 // problem [values, batch * columns] of accumulators, and passes repeat until
 // one value is left; the last one writes the output. launch_config.cuh
-// picks the kernel of each pass.
+// picks the kernel of each pass; dependent_launch.cuh starts each pass
+// early.
 #pragma once
 
 #include <type_traits>
 
+#include "dependent_launch.cuh"
 #include "primitives.cuh"
 
 namespace torch_reduce {

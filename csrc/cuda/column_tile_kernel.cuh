@@ -188,6 +188,8 @@ __device__ __forceinline__ void tile_one_level(const ColumnArgs<in_t, acc_t, out
 // 74.0 us, 262144 x 128 41.3 -> 42.7 us).
 template <typename in_t, typename acc_t, typename out_t, typename Op>
 __global__ void __launch_bounds__(kColumnThreads, 2) column_tile_kernel(ColumnArgs<in_t, acc_t, out_t> args, Op op) {
+  wait_for_previous_pass();
+  let_next_pass_launch();
   constexpr int kWidth = column_width<in_t, acc_t>();
   // Each team's eight second-level slots: teams x 8 x row_lanes = 32 lane groups' worth.
   __shared__ acc_t team_slots[kColumnThreads / kSlots * kWidth];
@@ -209,6 +211,8 @@ constexpr int chunk_kernel_min_blocks() {
 template <typename in_t, typename acc_t, typename out_t, typename Op, int kItems>
 __global__ void __launch_bounds__(kColumnThreads, chunk_kernel_min_blocks<acc_t>())
     column_chunk_kernel(ColumnArgs<in_t, acc_t, out_t> args, Op op) {
+  wait_for_previous_pass();
+  let_next_pass_launch();
   tile_one_level<kItems>(args, op);
 }
 

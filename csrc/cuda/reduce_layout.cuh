@@ -86,7 +86,8 @@ void launch_rows(const scalar_t* data, const ReduceLayout& layout, out_t* out, c
 // pass's input).
 template <typename in_t, typename acc_t, typename out_t, typename Op>
 at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, int64_t columns, int64_t batch_stride,
-                              int64_t reduce_stride, out_t* out, const Op& op, const c10::cuda::CUDAStream& stream) {
+                              int64_t reduce_stride, out_t* out, const Op& op, const c10::cuda::CUDAStream& stream,
+                              bool after_previous_pass) {
   const int64_t chunks = ceil_div(reduce, kFoldLength);
   const int64_t bytes = batch * reduce * columns * static_cast<int64_t>(sizeof(in_t));
   const ColumnKernel kernel = column_kernel(reduce, batch, ceil_div(columns, column_width<in_t, acc_t>()), bytes);
@@ -134,29 +135,29 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
   }
   // The kernels loop over their blocks' work: the grid stays below 2^31.
   const auto grid = static_cast<unsigned int>(std::max<int64_t>(1, std::min(blocks, static_cast<int64_t>(sm_count()) * kMaxBlocksPerSm)));
+  auto launch = [&](auto kernel) {
+    launch_pass(kernel, grid, kColumnThreads, stream.stream(), after_previous_pass, args, op);
+  };
   switch (kernel) {
     case ColumnKernel::Short:
       // Rows per slot are a power of two up to 8, dispatched like an item width.
       with_width<kSlots>(short_rows_per_slot(reduce), [&](auto rows_per_slot) {
-        column_short_kernel<decltype(rows_per_slot)::value, in_t, acc_t, out_t, Op>
-            <<<grid, kColumnThreads, 0, stream.stream()>>>(args, op);
+        launch(column_short_kernel<decltype(rows_per_slot)::value, in_t, acc_t, out_t, Op>);
       });
       break;
     case ColumnKernel::Block:
-      column_block_kernel<in_t, acc_t, out_t, Op><<<grid, kColumnThreads, 0, stream.stream()>>>(args, op);
+      launch(column_block_kernel<in_t, acc_t, out_t, Op>);
       break;
     case ColumnKernel::Tile:
       if (tile_teams_pass) {
-        column_tile_kernel<in_t, acc_t, out_t, Op><<<grid, kColumnThreads, 0, stream.stream()>>>(args, op);
+        launch(column_tile_kernel<in_t, acc_t, out_t, Op>);
       } else {
         with_width<column_width<in_t, acc_t>()>(args.width, [&](auto width) {
-          column_chunk_kernel<in_t, acc_t, out_t, Op, decltype(width)::value>
-              <<<grid, kColumnThreads, 0, stream.stream()>>>(args, op);
+          launch(column_chunk_kernel<in_t, acc_t, out_t, Op, decltype(width)::value>);
         });
       }
       break;
   }
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
   return partials;
 }
 
@@ -164,13 +165,14 @@ template <typename scalar_t, typename acc_t, typename out_t, typename Op>
 void launch_columns(const scalar_t* data, const ReduceLayout& layout, out_t* out, const Op& op,
                     const c10::cuda::CUDAStream& stream) {
   at::Tensor partials = launch_column_pass<scalar_t, acc_t, out_t>(
-      data, layout.batch, layout.reduce, layout.inner, layout.batch_stride, layout.reduce_stride, out, op, stream);
+      data, layout.batch, layout.reduce, layout.inner, layout.batch_stride, layout.reduce_stride, out, op, stream,
+      /*after_previous_pass=*/false);
   // Later passes reduce [values, outputs] partials, contiguous.
   const int64_t outputs = layout.batch * layout.inner;
   while (partials.defined()) {
     const int64_t rows = partials.numel() / outputs;
     partials = launch_column_pass<acc_t, acc_t, out_t>(partials.data_ptr<acc_t>(), 1, rows, outputs, 0, outputs, out,
-                                                       op, stream);
+                                                       op, stream, /*after_previous_pass=*/true);
   }
 }
 
