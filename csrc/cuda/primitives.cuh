@@ -34,6 +34,21 @@ __device__ __forceinline__ Vector<T, N> load_vector(const T* p) {
   return *reinterpret_cast<const Vector<T, N>*>(p);
 }
 
+// Marks a loaded vector as used where it is loaded (an empty asm that takes
+// its words). A load whose value a fold may drop can otherwise be moved by
+// the compiler under that fold's condition, and then waits there: a lane of
+// row_reduce_kernel's several short rows kept one load in flight at a time
+// (sm_90 SASS). Values that are not vectors are left alone.
+template <typename T, int N>
+__device__ __forceinline__ void keep_loaded(Vector<T, N>& v) {
+  static_assert(sizeof(v) % sizeof(uint32_t) == 0, "whole 32-bit words");
+  auto* words = reinterpret_cast<uint32_t*>(&v);
+#pragma unroll
+  for (int i = 0; i < static_cast<int>(sizeof(v) / sizeof(uint32_t)); ++i) asm volatile("" : "+r"(words[i]));
+}
+template <typename T>
+__device__ __forceinline__ void keep_loaded(T&) {}
+
 template <typename T, int N>
 __device__ __forceinline__ void store_vector(T* p, const Vector<T, N>& v) {
   *reinterpret_cast<Vector<T, N>*>(p) = v;

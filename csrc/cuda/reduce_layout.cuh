@@ -70,13 +70,26 @@ void launch_rows(const scalar_t* data, const ReduceLayout& layout, out_t* out, c
   // Rows here are shorter than kSplitRowBytes, so this fits an int.
   const int items_per_lane = static_cast<int>(ceil_div(items, group));
   RowArgs<scalar_t, out_t> args{data, layout.batch, layout.reduce, layout.batch_stride, group, items_per_lane, out};
-  const int rows_per_pass = items_per_lane >= kRowSlots ? 1 : kRowSlots / items_per_lane;
+  const int rows_per_pass = row_reduce_rows_per_pass(items_per_lane);
   const int64_t threads_needed = ceil_div(layout.batch, rows_per_pass) * group;
   const auto blocks = static_cast<unsigned int>(grid_stride_blocks(threads_needed, kRowThreads));
+  auto launch = [&](auto vectorized_loads, auto loads, auto several_rows) {
+    row_reduce_kernel<scalar_t, acc_t, out_t, Op, decltype(vectorized_loads)::value, decltype(loads)::value,
+                      decltype(several_rows)::value><<<blocks, kRowThreads, 0, stream.stream()>>>(args, op);
+  };
+  auto launch_mode = [&](auto vectorized_loads) {
+    if (rows_per_pass > 1) {
+      launch(vectorized_loads, std::integral_constant<int, kShortRowSlots>{}, std::true_type{});
+    } else if (items_per_lane > kRowSlots) {
+      launch(vectorized_loads, std::integral_constant<int, 2 * kRowSlots>{}, std::false_type{});
+    } else {
+      launch(vectorized_loads, std::integral_constant<int, kRowSlots>{}, std::false_type{});
+    }
+  };
   if (vectorized) {
-    row_reduce_kernel<scalar_t, acc_t, out_t, Op, true><<<blocks, kRowThreads, 0, stream.stream()>>>(args, op);
+    launch_mode(std::true_type{});
   } else {
-    row_reduce_kernel<scalar_t, acc_t, out_t, Op, false><<<blocks, kRowThreads, 0, stream.stream()>>>(args, op);
+    launch_mode(std::false_type{});
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }

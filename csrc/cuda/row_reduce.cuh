@@ -4,11 +4,11 @@
 // 2 to 32 elements.
 //
 // Every lane keeps kRowSlots items in flight (twice that many for lanes of
-// more items): items of one long row, or one item of each of several short
-// rows (rows_per_pass > 1). A row's order -- each lane folds its items in
-// index order, then the fixed butterfly across the group -- depends only on
-// the row length, never on the number of rows or the row's alignment (batch
-// invariance).
+// more items) of one row, or kShortRowSlots items of several short rows
+// (rows_per_pass > 1: rows of at most kShortRowItems items a lane). A row's
+// order -- each lane folds its items in index order, then the fixed
+// butterfly across the group -- depends only on the row length, never on the
+// number of rows or the row's alignment (batch invariance).
 #pragma once
 
 #include <type_traits>
@@ -20,6 +20,17 @@ namespace cuda {
 
 constexpr int kRowThreads = 256;
 constexpr int kRowSlots = 4;
+// Rows of at most kShortRowItems items a lane are read several at a time,
+// kShortRowSlots loads in flight. (Rows of 3 and 4 items a lane stay one at a
+// time: read eight items a lane, float32 1048576 x 32 took 36.0 -> 41.0 us
+// on the H200, though bfloat16 262144 x 128 went 23.7 -> 20.0 us.)
+constexpr int kShortRowItems = 2;
+constexpr int kShortRowSlots = 8;
+
+// Rows a lane reads per pass.
+__host__ __device__ inline int row_reduce_rows_per_pass(int items_per_lane) {
+  return items_per_lane > kShortRowItems ? 1 : kShortRowSlots / items_per_lane;
+}
 
 template <typename scalar_t, typename out_t>
 struct RowArgs {
@@ -32,17 +43,36 @@ struct RowArgs {
   out_t* out;
 };
 
+// Blocks per SM the kernels of 16-byte loads and 32-bit accumulators are
+// built for (ptxas sm_90). One row a lane: float32 40-48 registers, 5 blocks;
+// bfloat16 46-59, 4 blocks. Several rows: float32 78, bfloat16 80 (and a
+// 4-byte spill, outside the loads), 3 blocks, eight 16-byte loads in flight.
+// The others spill there: several rows get 2 blocks, one row no bound.
+template <typename scalar_t, typename acc_t, bool kVectorized, bool kSeveralRows>
+constexpr int row_kernel_min_blocks() {
+  constexpr bool kBuiltFor = kVectorized && sizeof(acc_t) == 4;
+  if constexpr (kSeveralRows) return kBuiltFor ? 3 : 2;
+  return kBuiltFor ? (sizeof(scalar_t) >= 4 ? 5 : 4) : 1;
+}
+
 // An item is always kWidth consecutive elements (the last one may be short),
 // so the order of a row's operations never depends on its alignment.
 // kVectorized: every row starts 16-byte aligned and its length is a multiple
 // of the vector width, so each item is read with one 16-byte load.
-template <typename scalar_t, typename acc_t, typename out_t, typename Op, bool kVectorized>
-__global__ void __launch_bounds__(kRowThreads) row_reduce_kernel(RowArgs<scalar_t, out_t> args, Op op) {
+// kLoads: the items a lane loads a step, of one row (kRowSlots, or twice
+// that for lanes of more items) or of several (kShortRowSlots, with
+// kSeveralRows: rows_per_pass > 1). A kernel for each, so that each gets the
+// registers it needs: the several rows' loads and slots cost the one-row
+// kernels their occupancy, and one kernel for both one-row lengths was 5-9%
+// slower on bfloat16 4096 x 4096 rows (H200: 6.33 -> 6.68-7.12 us).
+template <typename scalar_t, typename acc_t, typename out_t, typename Op, bool kVectorized, int kLoads, bool kSeveralRows>
+__global__ void __launch_bounds__(kRowThreads, (row_kernel_min_blocks<scalar_t, acc_t, kVectorized, kSeveralRows>()))
+    row_reduce_kernel(RowArgs<scalar_t, out_t> args, Op op) {
   constexpr int kWidth = vector_width<scalar_t>();
   const int group = args.group;
   const int lane = threadIdx.x % group;
   const int64_t items = (args.row_length + kWidth - 1) / kWidth;
-  const int rows_per_pass = args.items_per_lane >= kRowSlots ? 1 : kRowSlots / args.items_per_lane;
+  const int rows_per_pass = row_reduce_rows_per_pass(args.items_per_lane);
   const int64_t groups_per_block = kRowThreads / group;
   const int64_t group_id = blockIdx.x * groups_per_block + threadIdx.x / group;
   const int64_t row_step = static_cast<int64_t>(gridDim.x) * groups_per_block * rows_per_pass;
@@ -71,39 +101,28 @@ __global__ void __launch_bounds__(kRowThreads) row_reduce_kernel(RowArgs<scalar_
 
   for (int64_t first = group_id * rows_per_pass, warp_first = warp_first_group * rows_per_pass; warp_first < args.rows;
        first += row_step, warp_first += row_step) {
-    acc_t acc[kRowSlots];
-    if (rows_per_pass == 1) {
+    if constexpr (!kSeveralRows) {
       // One row; slot s holds items lane + group * (s + kRowSlots * j).
+      acc_t acc[kRowSlots];
 #pragma unroll
       for (int s = 0; s < kRowSlots; ++s) acc[s] = op.identity();
-      // kLoads items a step: twice kRowSlots when the lane has more than
-      // kRowSlots items (a step is a round trip to memory). Item i + kRowSlots
-      // folds after item i into the same slot, so the order is the same. A
-      // step loads all its items first and folds them after; an item past
-      // the row's end loads item 0 again and is dropped. With loads under a
-      // predicate, folded as they came, ptxas kept one bfloat16 load in
-      // flight at a time (sm_90 SASS of 5163c86).
-      auto fold_items = [&](auto loads) {
-        constexpr int kLoads = decltype(loads)::value;
-        for (int64_t base = 0; base < items; base += kLoads * group) {
-          Loaded loaded[kLoads];
+      // kLoads items a step (a step is a round trip to memory): item
+      // i + kRowSlots folds after item i into the same slot, so the order is
+      // the same for both lengths. A step loads all its items first and
+      // folds them after; an item past the row's end loads item 0 again and
+      // is dropped. With loads under a predicate, folded as they came, ptxas
+      // kept one bfloat16 load in flight at a time (sm_90 SASS of 5163c86).
+      for (int64_t base = 0; first < args.rows && base < items; base += kLoads * group) {
+        Loaded loaded[kLoads];
 #pragma unroll
-          for (int u = 0; u < kLoads; ++u) {
-            const int64_t item = base + u * group + lane;
-            loaded[u] = load_item(first, item < items ? item : 0);
-          }
-#pragma unroll
-          for (int u = 0; u < kLoads; ++u) {
-            const bool valid = base + u * group + lane < items;
-            acc[u % kRowSlots] = op.combine(acc[u % kRowSlots], valid ? fold_item(loaded[u]) : op.identity());
-          }
+        for (int u = 0; u < kLoads; ++u) {
+          const int64_t item = base + u * group + lane;
+          loaded[u] = load_item(first, item < items ? item : 0);
         }
-      };
-      if (first < args.rows) {
-        if (args.items_per_lane > kRowSlots) {
-          fold_items(std::integral_constant<int, 2 * kRowSlots>{});
-        } else {
-          fold_items(std::integral_constant<int, kRowSlots>{});
+#pragma unroll
+        for (int u = 0; u < kLoads; ++u) {
+          const bool valid = base + u * group + lane < items;
+          acc[u % kRowSlots] = op.combine(acc[u % kRowSlots], valid ? fold_item(loaded[u]) : op.identity());
         }
       }
 #pragma unroll
@@ -111,34 +130,47 @@ __global__ void __launch_bounds__(kRowThreads) row_reduce_kernel(RowArgs<scalar_
       const acc_t total = group_reduce(acc[0], group, op);
       if (lane == 0 && first < args.rows) args.out[first] = static_cast<out_t>(op.project(total));
     } else {
-      // Several short rows; slot s holds item (s % ipl) * group + lane of
-      // row first + s / ipl. As in one row's steps, every slot loads before
-      // any folds, a slot past the rows or the row's items loading item 0 of
-      // row 0: under a predicate each, the loads went one at a time
-      // (bfloat16) or two (float32) (sm_90 SASS of f2f40e0).
+      // Several short rows: the warp's groups take rows_per_pass rounds of
+      // consecutive rows (row r of group g is row g + r * groups of the
+      // warp's), so that each load of the warp reads adjacent rows. Slot s
+      // holds item k * group + lane of round r, s = r * ipl + k. As in one
+      // row's steps, every slot loads before any folds, a slot past the rows
+      // or the row's items loading item 0 of row 0: under a predicate each,
+      // the loads went one at a time (bfloat16) or two (float32) (sm_90 SASS
+      // of f2f40e0); keep_loaded stops the compiler from moving them there.
       const int ipl = args.items_per_lane;
-      Loaded loaded[kRowSlots];
-      bool valid[kRowSlots];
+      const int groups_per_warp = kWarpSize / group;
+      const int64_t group_row = warp_first + (threadIdx.x % kWarpSize) / group;
+      static_assert(kLoads == kShortRowSlots, "several rows load kShortRowSlots items");
+      Loaded loaded[kShortRowSlots];
+      bool valid[kShortRowSlots];
+      int r = 0, k = 0;  // counted along s without divisions
 #pragma unroll
-      for (int s = 0; s < kRowSlots; ++s) {
-        const int64_t row = first + s / ipl;
-        const int64_t item = (s % ipl) * group + lane;
-        valid[s] = s / ipl < rows_per_pass && row < args.rows && item < items;
+      for (int s = 0; s < kShortRowSlots; ++s) {
+        const int64_t row = group_row + static_cast<int64_t>(r) * groups_per_warp;
+        const int64_t item = k * group + lane;
+        valid[s] = r < rows_per_pass && row < args.rows && item < items;
         loaded[s] = load_item(valid[s] ? row : 0, valid[s] ? item : 0);
+        keep_loaded(loaded[s]);
+        k = k + 1 == ipl ? 0 : k + 1;
+        r = k == 0 ? r + 1 : r;
       }
-#pragma unroll
-      for (int s = 0; s < kRowSlots; ++s) acc[s] = valid[s] ? fold_item(loaded[s]) : op.identity();
       // Fold each row's slots in order, then its group's butterfly. The
       // conditions are uniform across the warp, as the butterfly needs.
       acc_t row_acc = op.identity();
+      r = 0;
+      k = 0;
 #pragma unroll
-      for (int s = 0; s < kRowSlots; ++s) {
-        row_acc = s % ipl == 0 ? acc[s] : op.combine(row_acc, acc[s]);
-        const int r = s / ipl;
-        if (s % ipl == ipl - 1 && r < rows_per_pass) {
+      for (int s = 0; s < kShortRowSlots; ++s) {
+        const acc_t slot = valid[s] ? fold_item(loaded[s]) : op.identity();
+        row_acc = k == 0 ? slot : op.combine(row_acc, slot);
+        if (k == ipl - 1 && r < rows_per_pass) {
           const acc_t total = group_reduce(row_acc, group, op);
-          if (lane == 0 && first + r < args.rows) args.out[first + r] = static_cast<out_t>(op.project(total));
+          const int64_t row = group_row + static_cast<int64_t>(r) * groups_per_warp;
+          if (lane == 0 && row < args.rows) args.out[row] = static_cast<out_t>(op.project(total));
         }
+        k = k + 1 == ipl ? 0 : k + 1;
+        r = k == 0 ? r + 1 : r;
       }
     }
   }
