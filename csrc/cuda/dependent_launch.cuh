@@ -33,6 +33,11 @@ __device__ __forceinline__ void let_next_pass_launch() {
 #endif
 }
 
+// Built with a CUDA runtime older than 12.3, the passes launch the ordinary
+// way: graphs express programmatic dependencies (edge data) from 12.3, and
+// the passes must stay capturable.
+constexpr bool kRuntimeLaunchesEarly = CUDART_VERSION >= 12030;
+
 // Launches kernel<<<grid, threads, 0, stream>>>(args...), early (as above)
 // when `after_previous_pass` and the device has programmatic launches.
 template <typename... Params, typename... Args>
@@ -45,7 +50,7 @@ void launch_pass(void (*kernel)(Params...), unsigned int grid, int threads, cuda
   cudaLaunchAttribute early[1];
   early[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   early[0].val.programmaticStreamSerializationAllowed = 1;
-  if (after_previous_pass && compute_capability_major() >= 9) {
+  if (kRuntimeLaunchesEarly && after_previous_pass && compute_capability_major() >= 9) {
     config.attrs = early;
     config.numAttrs = 1;
   }
