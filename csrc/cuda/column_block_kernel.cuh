@@ -120,8 +120,7 @@ __device__ __forceinline__ void block_columns(const ColumnArgs<in_t, acc_t, out_
 
 template <typename in_t, typename acc_t, typename out_t, typename Op>
 __global__ void __launch_bounds__(kColumnThreads, 2) column_block_kernel(ColumnArgs<in_t, acc_t, out_t> args, Op op) {
-  wait_for_previous_pass();
-  let_next_pass_launch();
+  start_pass();
   constexpr int kWidth = column_width<in_t, acc_t>();
   __shared__ acc_t slot_values[2 * kSlots * kWarpSize * kWidth];
   __shared__ acc_t level2[kSlots * kWarpSize * kWidth];

@@ -130,8 +130,7 @@ inline int short_rows_per_slot(int64_t rows) {
 // it needs rather than those of the longest chunks' pending subtrees.
 template <int kRowsPerSlot, typename in_t, typename acc_t, typename out_t, typename Op>
 __global__ void __launch_bounds__(kColumnThreads) column_short_kernel(ColumnArgs<in_t, acc_t, out_t> args, Op op) {
-  wait_for_previous_pass();
-  let_next_pass_launch();
+  start_pass();
   with_width<column_width<in_t, acc_t>()>(
       args.width, [&](auto width) { short_columns<kRowsPerSlot, decltype(width)::value>(args, op); });
 }

@@ -85,7 +85,8 @@ __device__ __forceinline__ void tile_two_levels(const ColumnArgs<in_t, acc_t, ou
     const int tile_chunks = static_cast<int>(chunks - tile * kFoldLength < kFoldLength ? chunks - tile * kFoldLength
                                                                                       : kFoldLength);
     const int rounds = u < units ? (tile_chunks + kSlots - 1) / kSlots : 0;  // uniform across the team
-    const bool active = u < units && (group << row_shift) + c < args.items;
+    const int64_t first_item = group << row_shift;
+    const bool active = u < units && first_item + c < args.items;
     // The lane's addresses are worked out once a tile, from its first row (row
     // s of the lane group's first chunk). Worked out for every chunk, with
     // 64-bit divisions (calls), they took 106 registers (float32) and 4-9%
@@ -95,7 +96,7 @@ __device__ __forceinline__ void tile_two_levels(const ColumnArgs<in_t, acc_t, ou
     const int64_t rows_left = args.reduce - first_row;
     const in_t* lane_rows =
         args.data + (active ? b * args.batch_stride + (first_row + s) * args.reduce_stride +
-                                  ((group << row_shift) + c) * kItems
+                                  (first_item + c) * kItems
                             : 0);
     auto load_round = [&](int m, Vector<in_t, kItems>(&loaded)[kSlots]) {
       const int count = active ? slot_rows(rows_left - m * kRoundRows, s) : 0;
@@ -128,7 +129,7 @@ __device__ __forceinline__ void tile_two_levels(const ColumnArgs<in_t, acc_t, ou
     // Thread (item e_item, column i) of each team combines the team's eight slots.
     const int e_item = member / kWidth;
     const int i = member % kWidth;
-    const int64_t item = (group << row_shift) + e_item;
+    const int64_t item = first_item + e_item;
     if (e_item < row_lanes && i < kItems && u < units && item < args.items) {
       acc_t p[kSlots];
 #pragma unroll
@@ -188,8 +189,7 @@ __device__ __forceinline__ void tile_one_level(const ColumnArgs<in_t, acc_t, out
 // 74.0 us, 262144 x 128 41.3 -> 42.7 us).
 template <typename in_t, typename acc_t, typename out_t, typename Op>
 __global__ void __launch_bounds__(kColumnThreads, 2) column_tile_kernel(ColumnArgs<in_t, acc_t, out_t> args, Op op) {
-  wait_for_previous_pass();
-  let_next_pass_launch();
+  start_pass();
   constexpr int kWidth = column_width<in_t, acc_t>();
   // Each team's eight second-level slots: teams x 8 x row_lanes = 32 lane groups' worth.
   __shared__ acc_t team_slots[kColumnThreads / kSlots * kWidth];
@@ -211,8 +211,7 @@ constexpr int chunk_kernel_min_blocks() {
 template <typename in_t, typename acc_t, typename out_t, typename Op, int kItems>
 __global__ void __launch_bounds__(kColumnThreads, chunk_kernel_min_blocks<acc_t>())
     column_chunk_kernel(ColumnArgs<in_t, acc_t, out_t> args, Op op) {
-  wait_for_previous_pass();
-  let_next_pass_launch();
+  start_pass();
   tile_one_level<kItems>(args, op);
 }
 

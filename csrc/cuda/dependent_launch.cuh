@@ -21,14 +21,11 @@
 namespace torch_reduce {
 namespace cuda {
 
-__device__ __forceinline__ void wait_for_previous_pass() {
+// A column kernel's first statement: waits for the grid before it (before
+// any read or write), then lets the next pass launch.
+__device__ __forceinline__ void start_pass() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-
-__device__ __forceinline__ void let_next_pass_launch() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
