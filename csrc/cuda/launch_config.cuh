@@ -113,7 +113,10 @@ enum class ColumnKernel { Short, Block, Tile };
 // chunks, where its tiles were too few, lost to them on the H100
 // (results/dims_h100.json against the same file at 2c3ca17: 4096 x 4096
 // float32 30.7 -> 27.3 us, bfloat16 16.7 -> 10.3 us) but for a few float32
-// inputs of many chunks (65536 x 1024 98.2 -> 103 us).
+// inputs of many chunks (65536 x 1024 98.2 -> 103 us). Tried again at 56ceb63
+// (H100 A/B, not committed), single chunks for those passes lost as much:
+// 4096 x 4096 float32 26.3 -> 28.4 us, bfloat16 9.2 -> 14.7 us, bfloat16
+// 65536 x 1024 54 -> 56 us; only float32 65536 x 1024 gained (100 -> 97 us).
 constexpr int64_t kBlockColumnMinBytes = 16 << 20;
 constexpr int64_t kShortColumnMinThreads = 16 * 1024;
 constexpr int64_t kShortColumnMaxSteps = 2;  // rows per slot: short for any warp's worth of items
