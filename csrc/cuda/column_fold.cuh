@@ -21,8 +21,8 @@
 //  - column_tile_kernel.cuh (few columns): the slots are eight lanes of a
 //    warp, so that a warp reads consecutive rows, and the tree runs through
 //    shuffles.
-// The last two fold one level a pass, or two when a block (a team of lanes)
-// owns a whole tile of 64 chunks. A pass writes its results as a new column
+// The last two fold one level a pass, or two when a block (or a team of
+// lanes) owns a whole tile of 64 chunks. A pass writes its results as a new column
 // problem [values, batch * columns] of accumulators, and passes repeat until
 // one value is left; the last one writes the output. launch_config.cuh
 // picks the kernel of each pass; dependent_launch.cuh starts each pass

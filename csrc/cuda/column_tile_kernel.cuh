@@ -1,6 +1,6 @@
-// column_tile_kernel and column_chunk_kernel: long columns, few of them; the
-// eight slots of a chunk are eight lanes of a warp (see column_fold.cuh for
-// the order).
+// column_tile_kernel, column_wide_kernel and column_chunk_kernel: long
+// columns, few of them; the eight slots of a chunk are eight lanes of a warp
+// (see column_fold.cuh for the order).
 #pragma once
 
 #include "column_fold.cuh"
@@ -18,6 +18,7 @@ namespace cuda {
 //    chunks g, g + 8, ..., g + 56 -- slot g of the second level -- in
 //    registers, and after a barrier one thread per column combines the
 //    team's eight slots.
+//  - Two levels, a block a tile (column_wide_kernel): see tile_wide.
 //  - One level (column_chunk_kernel): each lane group reads chunks on its
 //    own and writes their values out, for the next pass to fold.
 // In a team, the loads of a lane group's next chunk are issued before the
@@ -141,6 +142,85 @@ __device__ __forceinline__ void tile_two_levels(const ColumnArgs<in_t, acc_t, ou
   }
 }
 
+// Two levels, a block a tile (column_wide_kernel): the block's 256 / (8 x
+// row_lanes) lane groups read the tile's chunks side by side -- lane group L
+// chunks L, L + groups, ... -- and put each chunk's value in shared memory;
+// then a thread per (second-level slot, column) folds its chunks in order,
+// and one per column combines the slots. For tiles too few for teams to keep
+// the SMs busy: a team's eight lane groups read its tile in eight rounds.
+template <int kItems, int kWidth, typename in_t, typename acc_t, typename out_t, typename Op>
+__device__ __forceinline__ void tile_wide(const ColumnArgs<in_t, acc_t, out_t>& args, const Op& op,
+                                          acc_t* chunk_values) {
+  // row_lanes is a power of two: shifts and masks instead of divisions.
+  const int row_lanes = args.row_lanes;
+  const int row_shift = __ffs(row_lanes) - 1;
+  const int lane = threadIdx.x % kWarpSize;
+  const int c = lane & (row_lanes - 1);
+  const int s = (lane >> row_shift) % kSlots;
+  const int group = threadIdx.x >> (row_shift + 3);
+  const int groups = kColumnThreads >> (row_shift + 3);
+  // Columns of the tile: row_lanes items of kWidth slots (kItems used).
+  const int tile_columns = row_lanes * kWidth;
+
+  const int64_t chunks = (args.reduce + kFoldLength - 1) / kFoldLength;
+  const int64_t tiles = (chunks + kFoldLength - 1) / kFoldLength;
+  const int64_t item_groups = (args.items + row_lanes - 1) >> row_shift;
+  const int64_t units = args.batch * tiles * item_groups;  // (batch, tile, item group), item groups fastest
+  const bool last_pass = tiles == 1;
+
+  for (int64_t u = blockIdx.x; u < units; u += gridDim.x) {
+    ChunkRef ref;
+    const int64_t item_group = u % item_groups;
+    const int64_t tile = (u / item_groups) % tiles;
+    ref.b = u / (item_groups * tiles);
+    ref.item = (item_group << row_shift) + c;
+    const int tile_chunks = static_cast<int>(chunks - tile * kFoldLength < kFoldLength ? chunks - tile * kFoldLength
+                                                                                      : kFoldLength);
+    // Rounds are uniform across the block (the shuffles need whole warps): a
+    // lane group past the tile's last chunk reads nothing.
+    const int rounds = (tile_chunks + groups - 1) / groups;
+    for (int r = 0; r < rounds; ++r) {
+      const int j = group + r * groups;
+      ref.chunk = tile * kFoldLength + j;
+      ref.valid = j < tile_chunks;
+      Vector<in_t, kItems> loaded[kSlots];
+      const int count = load_chunk(args, ref, s, loaded);
+      acc_t acc[kItems];
+#pragma unroll
+      for (int i = 0; i < kItems; ++i) acc[i] = op.identity();
+      fold_rows(acc, loaded, count, op);
+      slot_tree_across_lanes(acc, row_lanes, op);
+      if (s == 0 && ref.valid) {
+#pragma unroll
+        for (int i = 0; i < kItems; ++i) chunk_values[j * tile_columns + c * kWidth + i] = acc[i];
+      }
+    }
+    __syncthreads();
+    // Thread (slot g, column t) folds chunks g, g + 8, ... of the tile, in
+    // order, into the second-level slot; the first tile_columns threads then
+    // combine the slots (in chunk_values' first rows, which are read by now).
+    const int t = threadIdx.x % tile_columns;
+    const int g = threadIdx.x / tile_columns;
+    const bool slot_thread = g < kSlots && t % kWidth < kItems;  // columns past kItems hold nothing
+    acc_t level2 = op.identity();
+    if (slot_thread) {
+      for (int j = g; j < tile_chunks; j += kSlots) level2 = op.combine(level2, chunk_values[j * tile_columns + t]);
+    }
+    __syncthreads();
+    if (slot_thread) chunk_values[g * tile_columns + t] = level2;
+    __syncthreads();
+    const int64_t item = (item_group << row_shift) + t / kWidth;
+    if (slot_thread && g == 0 && item < args.items) {
+      acc_t p[kSlots];
+#pragma unroll
+      for (int slot = 0; slot < kSlots; ++slot) p[slot] = chunk_values[slot * tile_columns + t];
+      const acc_t value[1] = {combine_slots(p, op)};
+      store_item(args, last_pass, tile, ref.b * args.columns + item * kItems + t % kWidth, value, op);
+    }
+    __syncthreads();  // chunk_values is refilled by the next tile
+  }
+}
+
 template <int kItems, typename in_t, typename acc_t, typename out_t, typename Op>
 __device__ __forceinline__ void tile_one_level(const ColumnArgs<in_t, acc_t, out_t>& args, const Op& op) {
   // row_lanes is a power of two: shifts and masks instead of divisions.
@@ -194,6 +274,16 @@ __global__ void __launch_bounds__(kColumnThreads, 2) column_tile_kernel(ColumnAr
   // Each team's eight second-level slots: teams x 8 x row_lanes = 32 lane groups' worth.
   __shared__ acc_t team_slots[kColumnThreads / kSlots * kWidth];
   with_width<kWidth>(args.width, [&](auto width) { tile_two_levels<decltype(width)::value, kWidth>(args, op, team_slots); });
+}
+
+// Two levels a pass, a block a tile: see tile_wide.
+template <typename in_t, typename acc_t, typename out_t, typename Op>
+__global__ void __launch_bounds__(kColumnThreads, 2) column_wide_kernel(ColumnArgs<in_t, acc_t, out_t> args, Op op) {
+  start_pass();
+  constexpr int kWidth = column_width<in_t, acc_t>();
+  // The tile's chunk values: 64 chunks x row_lanes x kWidth columns, at most 4 x kWidth.
+  __shared__ acc_t chunk_values[kFoldLength * kMaxRowLanes * kWidth];
+  with_width<kWidth>(args.width, [&](auto width) { tile_wide<decltype(width)::value, kWidth>(args, op, chunk_values); });
 }
 
 // One level a pass: lane groups, each a chunk at a time. A kernel for each

@@ -116,7 +116,7 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
 
   int64_t values_left = 1;  // per column, after this pass
   int64_t blocks = 0;
-  bool tile_teams_pass = false;  // Tile: column_tile_kernel's teams, else column_chunk_kernel
+  TileMode tile = TileMode::Teams;
   switch (kernel) {
     case ColumnKernel::Short:
       blocks = ceil_div(batch * args.items, kColumnThreads);
@@ -128,10 +128,13 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
     case ColumnKernel::Tile: {
       args.row_lanes = tile_row_lanes(args.items);
       const int64_t item_groups = batch * ceil_div(args.items, args.row_lanes);
-      tile_teams_pass = tile_teams_stream(item_groups, args.row_lanes, chunks);
-      if (tile_teams_pass) {
+      tile = tile_mode(item_groups, args.row_lanes, chunks);
+      if (tile == TileMode::Teams) {
         values_left = ceil_div(chunks, kFoldLength);
         blocks = ceil_div(item_groups * values_left, tile_teams(args.row_lanes));
+      } else if (tile == TileMode::Wide) {
+        values_left = ceil_div(chunks, kFoldLength);
+        blocks = item_groups * values_left;
       } else {
         values_left = chunks;
         TORCH_INTERNAL_ASSERT(values_left > 1, "column_chunk_kernel never writes the output");
@@ -162,8 +165,10 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
       launch(column_block_kernel<in_t, acc_t, out_t, Op>);
       break;
     case ColumnKernel::Tile:
-      if (tile_teams_pass) {
+      if (tile == TileMode::Teams) {
         launch(column_tile_kernel<in_t, acc_t, out_t, Op>);
+      } else if (tile == TileMode::Wide) {
+        launch(column_wide_kernel<in_t, acc_t, out_t, Op>);
       } else {
         with_width<column_width<in_t, acc_t>()>(args.width, [&](auto width) {
           launch(column_chunk_kernel<in_t, acc_t, out_t, Op, decltype(width)::value>);
