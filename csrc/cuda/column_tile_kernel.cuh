@@ -33,6 +33,23 @@ __device__ __forceinline__ void slot_tree_across_lanes(acc_t (&acc)[kItems], int
   }
 }
 
+// A lane's place in its lane group: item c of the group's row_lanes, slot s.
+// row_lanes is a power of two: shifts and masks instead of divisions.
+struct GroupLane {
+  int row_shift;
+  int c;
+  int s;
+};
+
+__device__ __forceinline__ GroupLane group_lane(int row_lanes) {
+  GroupLane me;
+  me.row_shift = __ffs(row_lanes) - 1;
+  const int lane = threadIdx.x % kWarpSize;
+  me.c = lane & (row_lanes - 1);
+  me.s = (lane >> me.row_shift) % kSlots;
+  return me;
+}
+
 // Where a lane group reads: item `item` (of the lane) of chunk `chunk` in
 // batch b; `valid` is false past the end of the work.
 struct ChunkRef {
@@ -54,40 +71,81 @@ __device__ __forceinline__ int load_chunk(const ColumnArgs<in_t, acc_t, out_t>& 
   return count;
 }
 
+// A lane group's chunk: its value ends in the lanes of slot 0 (item c each).
+template <int kItems, typename in_t, typename acc_t, typename out_t, typename Op>
+__device__ __forceinline__ void fold_chunk(const ColumnArgs<in_t, acc_t, out_t>& args, const ChunkRef& ref, int s,
+                                           const Op& op, acc_t (&acc)[kItems]) {
+  Vector<in_t, kItems> loaded[kSlots];
+  const int count = load_chunk(args, ref, s, loaded);
+#pragma unroll
+  for (int i = 0; i < kItems; ++i) acc[i] = op.identity();
+  fold_rows(acc, loaded, count, op);
+  slot_tree_across_lanes(acc, args.row_lanes, op);
+}
+
+// The units of a two-level pass -- (batch, tile, item group), item groups
+// fastest -- and where one of them lies.
+struct TilePass {
+  int64_t chunks;
+  int64_t tiles;
+  int64_t item_groups;
+  int64_t units;
+};
+
+template <typename in_t, typename acc_t, typename out_t>
+__device__ __forceinline__ TilePass tile_pass(const ColumnArgs<in_t, acc_t, out_t>& args, int row_shift) {
+  TilePass pass;
+  pass.chunks = (args.reduce + kFoldLength - 1) / kFoldLength;
+  pass.tiles = (pass.chunks + kFoldLength - 1) / kFoldLength;
+  pass.item_groups = (args.items + args.row_lanes - 1) >> row_shift;
+  pass.units = args.batch * pass.tiles * pass.item_groups;
+  return pass;
+}
+
+struct TileUnit {
+  int64_t b;
+  int64_t tile;
+  int64_t first_item;  // the item group's first item
+  int tile_chunks;     // 64, or fewer in the last tile
+};
+
+__device__ __forceinline__ TileUnit tile_unit(const TilePass& pass, int64_t u, int row_shift) {
+  TileUnit unit;
+  unit.first_item = (u % pass.item_groups) << row_shift;
+  unit.tile = (u / pass.item_groups) % pass.tiles;
+  unit.b = u / (pass.item_groups * pass.tiles);
+  const int64_t chunks_left = pass.chunks - unit.tile * kFoldLength;
+  unit.tile_chunks = static_cast<int>(chunks_left < kFoldLength ? chunks_left : kFoldLength);
+  return unit;
+}
+
 template <int kItems, int kWidth, typename in_t, typename acc_t, typename out_t, typename Op>
 __device__ __forceinline__ void tile_two_levels(const ColumnArgs<in_t, acc_t, out_t>& args, const Op& op,
                                                 acc_t* team_slots) {
-  // row_lanes is a power of two: shifts and masks instead of divisions.
   const int row_lanes = args.row_lanes;
-  const int row_shift = __ffs(row_lanes) - 1;
-  const int lane = threadIdx.x % kWarpSize;
-  const int c = lane & (row_lanes - 1);
-  const int s = (lane >> row_shift) % kSlots;
+  const GroupLane me = group_lane(row_lanes);
+  const int row_shift = me.row_shift, c = me.c, s = me.s;
   const int slot2 = (threadIdx.x >> (row_shift + 3)) % kSlots;
   const int team = threadIdx.x >> (row_shift + 6);
   const int teams = kColumnThreads >> (row_shift + 6);
   // The team's threads, numbered from 0: the first row_lanes x kWidth combine its slots.
   const int member = threadIdx.x & ((kSlots * kSlots << row_shift) - 1);
 
-  const int64_t chunks = (args.reduce + kFoldLength - 1) / kFoldLength;
-  const int64_t tiles = (chunks + kFoldLength - 1) / kFoldLength;
-  const int64_t item_groups = (args.items + row_lanes - 1) >> row_shift;
-  const int64_t units = args.batch * tiles * item_groups;  // (batch, tile, item group), item groups fastest
-  const bool last_pass = tiles == 1;
+  const TilePass pass = tile_pass(args, row_shift);
+  const bool last_pass = pass.tiles == 1;
   // A lane group reads chunks m * 8 + slot2 of its tile, m = 0, 1, ...: 512 rows apart.
   constexpr int64_t kRoundRows = kSlots * kFoldLength;
 
-  for (int64_t first = static_cast<int64_t>(blockIdx.x) * teams; first < units;
+  for (int64_t first = static_cast<int64_t>(blockIdx.x) * teams; first < pass.units;
        first += static_cast<int64_t>(gridDim.x) * teams) {
     const int64_t u = first + team;
-    const int64_t group = u % item_groups;
-    const int64_t tile = (u / item_groups) % tiles;
-    const int64_t b = u / (item_groups * tiles);
-    const int tile_chunks = static_cast<int>(chunks - tile * kFoldLength < kFoldLength ? chunks - tile * kFoldLength
-                                                                                      : kFoldLength);
-    const int rounds = u < units ? (tile_chunks + kSlots - 1) / kSlots : 0;  // uniform across the team
-    const int64_t first_item = group << row_shift;
-    const bool active = u < units && first_item + c < args.items;
+    const TileUnit unit = tile_unit(pass, u, row_shift);
+    const int64_t b = unit.b;
+    const int64_t tile = unit.tile;
+    const int tile_chunks = unit.tile_chunks;
+    const int rounds = u < pass.units ? (tile_chunks + kSlots - 1) / kSlots : 0;  // uniform across the team
+    const int64_t first_item = unit.first_item;
+    const bool active = u < pass.units && first_item + c < args.items;
     // The lane's addresses are worked out once a tile, from its first row (row
     // s of the lane group's first chunk). Worked out for every chunk, with
     // 64-bit divisions (calls), they took 106 registers (float32) and 4-9%
@@ -131,7 +189,7 @@ __device__ __forceinline__ void tile_two_levels(const ColumnArgs<in_t, acc_t, ou
     const int e_item = member / kWidth;
     const int i = member % kWidth;
     const int64_t item = first_item + e_item;
-    if (e_item < row_lanes && i < kItems && u < units && item < args.items) {
+    if (e_item < row_lanes && i < kItems && u < pass.units && item < args.items) {
       acc_t p[kSlots];
 #pragma unroll
       for (int slot = 0; slot < kSlots; ++slot) p[slot] = team_slots[((team * kSlots + slot) * row_lanes + e_item) * kWidth + i];
@@ -151,31 +209,24 @@ __device__ __forceinline__ void tile_two_levels(const ColumnArgs<in_t, acc_t, ou
 template <int kItems, int kWidth, typename in_t, typename acc_t, typename out_t, typename Op>
 __device__ __forceinline__ void tile_wide(const ColumnArgs<in_t, acc_t, out_t>& args, const Op& op,
                                           acc_t* chunk_values) {
-  // row_lanes is a power of two: shifts and masks instead of divisions.
   const int row_lanes = args.row_lanes;
-  const int row_shift = __ffs(row_lanes) - 1;
-  const int lane = threadIdx.x % kWarpSize;
-  const int c = lane & (row_lanes - 1);
-  const int s = (lane >> row_shift) % kSlots;
+  const GroupLane me = group_lane(row_lanes);
+  const int row_shift = me.row_shift, c = me.c, s = me.s;
   const int group = threadIdx.x >> (row_shift + 3);
   const int groups = kColumnThreads >> (row_shift + 3);
   // Columns of the tile: row_lanes items of kWidth slots (kItems used).
   const int tile_columns = row_lanes * kWidth;
 
-  const int64_t chunks = (args.reduce + kFoldLength - 1) / kFoldLength;
-  const int64_t tiles = (chunks + kFoldLength - 1) / kFoldLength;
-  const int64_t item_groups = (args.items + row_lanes - 1) >> row_shift;
-  const int64_t units = args.batch * tiles * item_groups;  // (batch, tile, item group), item groups fastest
-  const bool last_pass = tiles == 1;
+  const TilePass pass = tile_pass(args, row_shift);
+  const bool last_pass = pass.tiles == 1;
 
-  for (int64_t u = blockIdx.x; u < units; u += gridDim.x) {
+  for (int64_t u = blockIdx.x; u < pass.units; u += gridDim.x) {
+    const TileUnit unit = tile_unit(pass, u, row_shift);
+    const int64_t tile = unit.tile;
+    const int tile_chunks = unit.tile_chunks;
     ChunkRef ref;
-    const int64_t item_group = u % item_groups;
-    const int64_t tile = (u / item_groups) % tiles;
-    ref.b = u / (item_groups * tiles);
-    ref.item = (item_group << row_shift) + c;
-    const int tile_chunks = static_cast<int>(chunks - tile * kFoldLength < kFoldLength ? chunks - tile * kFoldLength
-                                                                                      : kFoldLength);
+    ref.b = unit.b;
+    ref.item = unit.first_item + c;
     // Rounds are uniform across the block (the shuffles need whole warps): a
     // lane group past the tile's last chunk reads nothing.
     const int rounds = (tile_chunks + groups - 1) / groups;
@@ -183,13 +234,8 @@ __device__ __forceinline__ void tile_wide(const ColumnArgs<in_t, acc_t, out_t>& 
       const int j = group + r * groups;
       ref.chunk = tile * kFoldLength + j;
       ref.valid = j < tile_chunks;
-      Vector<in_t, kItems> loaded[kSlots];
-      const int count = load_chunk(args, ref, s, loaded);
       acc_t acc[kItems];
-#pragma unroll
-      for (int i = 0; i < kItems; ++i) acc[i] = op.identity();
-      fold_rows(acc, loaded, count, op);
-      slot_tree_across_lanes(acc, row_lanes, op);
+      fold_chunk(args, ref, s, op, acc);
       if (s == 0 && ref.valid) {
 #pragma unroll
         for (int i = 0; i < kItems; ++i) chunk_values[j * tile_columns + c * kWidth + i] = acc[i];
@@ -209,7 +255,7 @@ __device__ __forceinline__ void tile_wide(const ColumnArgs<in_t, acc_t, out_t>& 
     __syncthreads();
     if (slot_thread) chunk_values[g * tile_columns + t] = level2;
     __syncthreads();
-    const int64_t item = (item_group << row_shift) + t / kWidth;
+    const int64_t item = unit.first_item + t / kWidth;
     if (slot_thread && g == 0 && item < args.items) {
       acc_t p[kSlots];
 #pragma unroll
@@ -223,13 +269,10 @@ __device__ __forceinline__ void tile_wide(const ColumnArgs<in_t, acc_t, out_t>& 
 
 template <int kItems, typename in_t, typename acc_t, typename out_t, typename Op>
 __device__ __forceinline__ void tile_one_level(const ColumnArgs<in_t, acc_t, out_t>& args, const Op& op) {
-  // row_lanes is a power of two: shifts and masks instead of divisions.
   const int row_lanes = args.row_lanes;
-  const int row_shift = __ffs(row_lanes) - 1;
-  const int lane = threadIdx.x % kWarpSize;
-  const int c = lane & (row_lanes - 1);
-  const int s = (lane >> row_shift) % kSlots;
-  const int group_in_warp = lane >> (row_shift + 3);
+  const GroupLane me = group_lane(row_lanes);
+  const int row_shift = me.row_shift, c = me.c, s = me.s;
+  const int group_in_warp = (threadIdx.x % kWarpSize) >> (row_shift + 3);
   const uint32_t groups_per_warp = kWarpSize >> (row_shift + 3);
   const uint32_t warp = (blockIdx.x * kColumnThreads + threadIdx.x) / kWarpSize;
   const uint32_t warps = gridDim.x * (kColumnThreads / kWarpSize);
@@ -251,13 +294,8 @@ __device__ __forceinline__ void tile_one_level(const ColumnArgs<in_t, acc_t, out
     ref.b = q / chunks;
     ref.item = static_cast<int64_t>(((u - q * item_groups) << row_shift) + c);
     ref.valid = u < units;
-    Vector<in_t, kItems> loaded[kSlots];
-    const int count = load_chunk(args, ref, s, loaded);
     acc_t acc[kItems];
-#pragma unroll
-    for (int i = 0; i < kItems; ++i) acc[i] = op.identity();
-    fold_rows(acc, loaded, count, op);
-    slot_tree_across_lanes(acc, row_lanes, op);
+    fold_chunk(args, ref, s, op, acc);
     if (s == 0 && ref.valid && ref.item < args.items)
       store_item(args, /*last_pass=*/false, ref.chunk, ref.b * args.columns + ref.item * kItems, acc, op);
   }
