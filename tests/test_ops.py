@@ -453,14 +453,14 @@ def fold64_reference(x):
 # rows: 5 x 3, 9 x 300, 16 x 262144, 20 x 300000 with ragged slots, 40 x 524288),
 # column_chunk_kernel (one level a pass), column_tile_kernel (two: the passes of at most 64 chunks
 # with few columns -- 63 x 7, 64 x 1, ..., the last passes of longer columns), column_wide_kernel
-# (two, a block a tile: 600000 x 3 with a ragged last tile, 540000 x 6, 1000000 x 2, and 1048576 x
-# 8 bfloat16), column_block_kernel (one level for a single chunk of more than 16 rows and fewer columns
+# (two, a block a tile: 600000 x 3 with a ragged last tile, 540000 x 6, 1000000 x 2, 1048576 x 8
+# bfloat16, and single tiles of few items: 4000 x 2, 2000 x 8), column_block_kernel (one level for a single chunk of more than 16 rows and fewer columns
 # than column_short_kernel wants -- 24 x 2048, 63 x 33, 64 x 8192 -- and two levels a pass: 65536 x
 # 4096, and 5000 x 65536 with a ragged last tile).
 COLUMN_ORDER_CASES = [(1, 7), (5, 3), (8, 2), (9, 300), (24, 2048), (63, 7), (63, 33), (64, 1), (64, 8192), (65, 4),
                       (4095, 3), (4097, 8), (16, 262144), (20, 300000), (40, 524288), (300001, 2),
                       (600000, 3), (540000, 6), (70000, 33), (33000, 512), (65536, 4096), (5000, 65536),
-                      (1000000, 2), (1048576, 8)]
+                      (1000000, 2), (1048576, 8), (4000, 2), (2000, 8)]
 
 
 @pytest.mark.requires_cuda

@@ -166,12 +166,21 @@ inline bool tile_teams_stream(int64_t item_groups, int row_lanes, int64_t chunks
 // a tile (column_wide_kernel, two levels) if the tiles fill the device, else
 // single chunks (column_chunk_kernel, one level, as many lanes as chunks).
 // The wide blocks save single chunks a pass (H100, results/dims_h100.json
-// against the same file at 3660dcb: 1000000 x 2 float32 6.06 -> 5.43 us,
-// bfloat16 5.84 -> 5.39 us, 1048576 x 8 bfloat16 7.71 -> 7.04 us).
+// at 58a33e2 against the same file at 3660dcb: 1000000 x 2 float32 6.06 ->
+// 5.43 us, bfloat16 5.84 -> 5.39 us, 1048576 x 8 bfloat16 7.71 -> 7.04 us),
+// and read a last pass of 30 chunks a column in one round where a team took
+// four (7840000 x 4, results/dims_h100.json against the same file at
+// 58a33e2: float32 47.7 -> 46.4 us, bfloat16 28.6 -> 27.7 us).
 enum class TileMode { Teams, Wide, Chunks };
 
 inline TileMode tile_mode(int64_t item_groups, int row_lanes, int64_t chunks) {
-  if (tile_teams_stream(item_groups, row_lanes, chunks)) return TileMode::Teams;
+  if (tile_teams_stream(item_groups, row_lanes, chunks)) {
+    // One tile per item group, for fewer item groups than SMs (the last pass
+    // of a few long columns): where a team of narrow lane groups would read
+    // it in several rounds, the wide blocks take one or two.
+    const bool rounds_to_spare = chunks <= kFoldLength && chunks > kSlots && row_lanes < kMaxRowLanes;
+    return rounds_to_spare && item_groups < sm_count() ? TileMode::Wide : TileMode::Teams;
+  }
   return tiles_fill_device(item_groups, chunks) ? TileMode::Wide : TileMode::Chunks;
 }
 
