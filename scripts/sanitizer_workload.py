@@ -48,8 +48,9 @@ for dtype in (torch.float32, torch.bfloat16, torch.int32, torch.uint8):
         if not exact:
             check(f"mean {dtype} {shape} {dim}", torch_reduce.mean(x, dim), torch.mean(cpu, dim), False)
 
-# column_tile_kernel over 16 MiB; column_block_kernel once a tile per block fills the GPU.
-for shape in ((4100, 1024), (65536, 4096)):
+# column_tile_kernel over 16 MiB; column_block_kernel once a tile per block fills the GPU;
+# column_short_kernel as the first level of 128 MiB, then single chunks of its chunk values.
+for shape in ((4100, 1024), (65536, 4096), (262144, 128)):
     x = torch.randn(shape, device=device)
     check(f"sum {shape} 0", torch_reduce.sum(x, 0), torch.sum(x.cpu(), 0), False)
     del x

@@ -456,11 +456,12 @@ def fold64_reference(x):
 # (two, a block a tile: 600000 x 3 with a ragged last tile, 540000 x 6, 1000000 x 2, 1048576 x 8
 # bfloat16, and single tiles of few items: 4000 x 2, 2000 x 8), column_block_kernel (one level for a single chunk of more than 16 rows and fewer columns
 # than column_short_kernel wants -- 24 x 2048, 63 x 33, 64 x 8192 -- and two levels a pass: 65536 x
-# 4096, and 5000 x 65536 with a ragged last tile).
+# 4096, and 5000 x 65536 with a ragged last tile), column_short_kernel as the first level of inputs
+# of 100 MiB or more (float32 262144 x 128, 65536 x 1024 in both dtypes).
 COLUMN_ORDER_CASES = [(1, 7), (5, 3), (8, 2), (9, 300), (24, 2048), (63, 7), (63, 33), (64, 1), (64, 8192), (65, 4),
                       (4095, 3), (4097, 8), (16, 262144), (20, 300000), (40, 524288), (300001, 2),
                       (600000, 3), (540000, 6), (70000, 33), (33000, 512), (65536, 4096), (5000, 65536),
-                      (1000000, 2), (1048576, 8), (4000, 2), (2000, 8)]
+                      (1000000, 2), (1048576, 8), (4000, 2), (2000, 8), (262144, 128), (65536, 1024)]
 
 
 @pytest.mark.requires_cuda
@@ -477,12 +478,14 @@ def test_column_order_is_fold64(cuda_device, dtype, rows, columns, view, make_in
     bitwise_equal(torch_reduce.sum(x, 0), fold64_reference(x).to(dtype), f"{rows}x{columns} {view}")
 
 
-# Column reductions of two and three passes, whose first passes take each column kernel but the short one.
-MULTI_PASS_COLUMN_SHAPES = [(1000000, 2), (300001, 3), (32768, 32), (70000, 33), (540000, 6), (4160, 16384)]
+# Column reductions of two and three passes, whose first passes take each column kernel (the short
+# one as the first level of a 128 MiB input, whose later passes must fold mean's values unscaled).
+MULTI_PASS_COLUMN_SHAPES = [(1000000, 2), (300001, 3), (32768, 32), (70000, 33), (540000, 6), (4160, 16384),
+                            (262144, 128)]
 
 
 @pytest.mark.requires_cuda
-@pytest.mark.parametrize("op", ["sum", "amax"])
+@pytest.mark.parametrize("op", ["sum", "mean", "amax"])
 def test_column_passes_keep_stream_order(cuda_device, op, make_input, check):
     """A column reduction's later passes are launched before the pass they read has finished
     (programmatic dependent launch) but still read and write in stream order: reductions queued back

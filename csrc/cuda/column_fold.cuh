@@ -13,8 +13,9 @@
 //   levels repeat on the results until one value is left.
 // The eight slots are independent, which lets three kernels compute that
 // same order, each where it reads memory best:
-//  - column_short_kernel.cuh (R <= 64, one level): a thread reads all R rows
-//    of a few adjacent columns, eight at a time, a group of slots a step.
+//  - column_short_kernel.cuh (R <= 64, or the first level of longer columns
+//    in large inputs): a thread reads all rows of a chunk of a few adjacent
+//    columns, eight at a time, a group of slots a step.
 //  - column_block_kernel.cuh (many columns): the slots are a block's eight
 //    warps, each lane reads adjacent columns (a warp's load is 32 adjacent
 //    vectors), and the tree runs through shared memory.
@@ -88,6 +89,22 @@ struct ColumnArgs {
   int row_lanes;      // tile kernel: items sharing a row of a chunk (1, 2 or 4)
   acc_t* partials;    // [values left after this pass, batch * columns], unless it is the last pass
   out_t* out;         // [batch * columns], on the last pass
+};
+
+// An ops object whose projection is left out: a pass that writes partials
+// stores its values as they are (mean scales the output alone).
+template <typename Op>
+struct Unprojected {
+  Op op;
+  __device__ __forceinline__ auto identity() const { return op.identity(); }
+  template <typename T>
+  __device__ __forceinline__ T combine(T a, T b) const {
+    return op.combine(a, b);
+  }
+  template <typename T>
+  __device__ __forceinline__ T project(T a) const {
+    return a;
+  }
 };
 
 // Writes an item of kItems columns: to the output (projected) on the last

@@ -1,5 +1,6 @@
-// column_short_kernel: columns of one chunk (at most 64 rows), a thread per
-// column vector (see column_fold.cuh for the order it computes).
+// column_short_kernel: columns of one chunk (at most 64 rows), or the first
+// level of longer ones, a thread per chunk of a column vector (see
+// column_fold.cuh for the order it computes).
 #pragma once
 
 #include "column_fold.cuh"
@@ -100,22 +101,52 @@ __device__ __noinline__ void reduce_short_chunk_call(const in_t* base, int64_t s
   reduce_short_chunk<kRowsPerSlot, kItems, in_t, acc_t>(base, stride, rows, out, op);
 }
 
+// One chunk's fold, stored to `out`: inlined for one step (see above).
+template <int kRowsPerSlot, int kItems, typename in_t, typename acc_t, typename out_t, typename Op>
+__device__ __forceinline__ void short_chunk(const in_t* base, int64_t stride, int rows, out_t* out, const Op& op) {
+  if constexpr (kRowsPerSlot == 1) {
+    reduce_short_chunk<kRowsPerSlot, kItems, in_t, acc_t>(base, stride, rows, out, op);
+  } else {
+    reduce_short_chunk_call<kRowsPerSlot, kItems, in_t, acc_t>(base, stride, rows, out, op);
+  }
+}
+
 // Columns of one chunk (at most 64 rows), one level: a thread per (batch,
-// item), items fastest so that a warp reads adjacent columns.
+// item), items fastest so that a warp reads adjacent columns; it writes the
+// output. Longer columns (full chunks, eight rows a slot): a thread per
+// (batch, chunk, item), items fastest, then chunks, and the chunk values go
+// to the partials for the next pass -- a warp's loads are then rows of 32
+// adjacent items, where column_tile_kernel's lanes read 64 bytes of eight
+// rows each. (One chunk keeps a loop of its own, with no chunk index to
+// divide out.)
 template <int kRowsPerSlot, int kItems, typename in_t, typename acc_t, typename out_t, typename Op>
 __device__ __forceinline__ void short_columns(const ColumnArgs<in_t, acc_t, out_t>& args, const Op& op) {
-  const int64_t work = args.batch * args.items;
-  const int rows = static_cast<int>(args.reduce);
-  for (int64_t w = blockIdx.x * static_cast<int64_t>(kColumnThreads) + threadIdx.x; w < work;
-       w += static_cast<int64_t>(gridDim.x) * kColumnThreads) {
-    const int64_t item = w % args.items;
-    const int64_t b = w / args.items;
-    const in_t* base = args.data + b * args.batch_stride + item * kItems;
-    out_t* out = args.out + b * args.columns + item * kItems;
-    if constexpr (kRowsPerSlot == 1) {
-      reduce_short_chunk<kRowsPerSlot, kItems, in_t, acc_t>(base, args.reduce_stride, rows, out, op);
-    } else {
-      reduce_short_chunk_call<kRowsPerSlot, kItems, in_t, acc_t>(base, args.reduce_stride, rows, out, op);
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kColumnThreads;
+  const int64_t first = blockIdx.x * static_cast<int64_t>(kColumnThreads) + threadIdx.x;
+  if (args.reduce <= kFoldLength) {
+    const int64_t work = args.batch * args.items;
+    const int rows = static_cast<int>(args.reduce);
+    for (int64_t w = first; w < work; w += step) {
+      const int64_t item = w % args.items;
+      const int64_t b = w / args.items;
+      short_chunk<kRowsPerSlot, kItems, in_t, acc_t>(args.data + b * args.batch_stride + item * kItems,
+                                                     args.reduce_stride, rows,
+                                                     args.out + b * args.columns + item * kItems, op);
+    }
+  } else if constexpr (kRowsPerSlot == kSlots) {
+    const int64_t chunks = (args.reduce + kFoldLength - 1) / kFoldLength;
+    const int64_t chunk_items = chunks * args.items;
+    const int64_t work = args.batch * chunk_items;
+    const int64_t outputs = args.batch * args.columns;
+    for (int64_t w = first; w < work; w += step) {
+      const int64_t item = w % args.items;
+      const int64_t chunk = (w / args.items) % chunks;
+      const int64_t b = w / chunk_items;
+      const int64_t first_row = chunk * kFoldLength;
+      const int rows = static_cast<int>(args.reduce - first_row < kFoldLength ? args.reduce - first_row : kFoldLength);
+      short_chunk<kRowsPerSlot, kItems, in_t, acc_t>(
+          args.data + b * args.batch_stride + first_row * args.reduce_stride + item * kItems, args.reduce_stride,
+          rows, args.partials + chunk * outputs + b * args.columns + item * kItems, Unprojected<Op>{op});
     }
   }
 }

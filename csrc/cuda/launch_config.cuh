@@ -121,7 +121,25 @@ constexpr int64_t kBlockColumnMinBytes = 16 << 20;
 constexpr int64_t kShortColumnMinThreads = 16 * 1024;
 constexpr int64_t kShortColumnMaxSteps = 2;  // rows per slot: short for any warp's worth of items
 
-inline ColumnKernel column_kernel(int64_t reduce, int64_t batch, int64_t items, int64_t bytes) {
+// Long columns of rows of 256 bytes or more, in inputs too large for the
+// pass after them to matter, whose tiles do not fill the device for the
+// block kernel: column_short_kernel reads the first level (one chunk of a
+// column vector a thread, a warp's load 32 adjacent vectors of a row, every
+// thread of the pass resident at once), and later passes fold the chunk
+// values. Its pass is faster than the teams' two levels, by more than the
+// extra level costs from about 100 MiB (H100 A/B of builds with and
+// without, not committed, sum over dim 0, float32 us, with the later-pass
+// rule of tile_mode that follows: 262144 x 128 55.1 -> 51.8, 500000 x 64 52.8 -> 49.9,
+// 131072 x 256 54.1 -> 52.2, 8192 x 4096 52.1 -> 50.1, 65536 x 1024 99.8 ->
+// 97.0; bfloat16 65536 x 1024 unchanged at 53.5). Smaller inputs gained less
+// than the extra level cost (bfloat16 262144 x 128 30.1 -> 31.3, 8192 x 4096
+// 28.1 -> 28.7, 16384 x 1024 10.3 -> 10.8; float32 200000 x 64 23.3 -> 23.6),
+// and rows of 128 bytes lost (float32 1048576 x 32 51.2 -> 51.6 and 51.9 in
+// two runs): a warp's load then spans four chunks.
+constexpr int64_t kShortChunksMinRowBytes = 256;
+constexpr int64_t kShortChunksMinBytes = 100 << 20;
+
+inline ColumnKernel column_kernel(int64_t reduce, int64_t batch, int64_t items, int64_t bytes, int64_t row_bytes) {
   if (reduce <= kFoldLength) {
     const bool wide = items >= kWarpSize;
     if (reduce <= kSlots || batch * items >= kShortColumnMinThreads ||
@@ -129,9 +147,12 @@ inline ColumnKernel column_kernel(int64_t reduce, int64_t batch, int64_t items, 
       return ColumnKernel::Short;
     return wide ? ColumnKernel::Block : ColumnKernel::Tile;
   }
-  if (items >= kWarpSize && bytes >= kBlockColumnMinBytes &&
-      tiles_fill_device(batch * ceil_div(items, kWarpSize), ceil_div(reduce, kFoldLength)))
+  const int64_t chunks = ceil_div(reduce, kFoldLength);
+  if (items >= kWarpSize && bytes >= kBlockColumnMinBytes && tiles_fill_device(batch * ceil_div(items, kWarpSize), chunks))
     return ColumnKernel::Block;
+  // A pass of one tile stays with the teams: two levels in one pass.
+  if (chunks > kFoldLength && row_bytes >= kShortChunksMinRowBytes && bytes >= kShortChunksMinBytes)
+    return ColumnKernel::Short;
   return ColumnKernel::Tile;
 }
 

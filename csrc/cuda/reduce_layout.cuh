@@ -103,7 +103,8 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
                               bool after_previous_pass) {
   const int64_t chunks = ceil_div(reduce, kFoldLength);
   const int64_t bytes = batch * reduce * columns * static_cast<int64_t>(sizeof(in_t));
-  const ColumnKernel kernel = column_kernel(reduce, batch, ceil_div(columns, column_width<in_t, acc_t>()), bytes);
+  const ColumnKernel kernel = column_kernel(reduce, batch, ceil_div(columns, column_width<in_t, acc_t>()), bytes,
+                                            columns * static_cast<int64_t>(sizeof(in_t)));
   // Items: the widest vector of columns that every row and batch start
   // aligned to.
   int width = column_width<in_t, acc_t>();
@@ -119,7 +120,8 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
   TileMode tile = TileMode::Teams;
   switch (kernel) {
     case ColumnKernel::Short:
-      blocks = ceil_div(batch * args.items, kColumnThreads);
+      values_left = chunks;
+      blocks = ceil_div(batch * args.items * chunks, kColumnThreads);
       break;
     case ColumnKernel::Block:
       values_left = ceil_div(chunks, kFoldLength);
