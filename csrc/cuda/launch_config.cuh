@@ -129,7 +129,7 @@ constexpr int64_t kShortColumnMaxSteps = 2;  // rows per slot: short for any war
 // values. Its pass is faster than the teams' two levels, by more than the
 // extra level costs from about 100 MiB (H100 A/B of builds with and
 // without, not committed, sum over dim 0, float32 us, with the later-pass
-// rule of tile_mode that follows: 262144 x 128 55.1 -> 51.8, 500000 x 64 52.8 -> 49.9,
+// rule of tile_mode: 262144 x 128 55.1 -> 51.8, 500000 x 64 52.8 -> 49.9,
 // 131072 x 256 54.1 -> 52.2, 8192 x 4096 52.1 -> 50.1, 65536 x 1024 99.8 ->
 // 97.0; bfloat16 65536 x 1024 unchanged at 53.5). Smaller inputs gained less
 // than the extra level cost (bfloat16 262144 x 128 30.1 -> 31.3, 8192 x 4096
@@ -194,13 +194,27 @@ inline bool tile_teams_stream(int64_t item_groups, int row_lanes, int64_t chunks
 // 58a33e2: float32 47.7 -> 46.4 us, bfloat16 28.6 -> 27.7 us).
 enum class TileMode { Teams, Wide, Chunks };
 
-inline TileMode tile_mode(int64_t item_groups, int row_lanes, int64_t chunks) {
+// A later pass (partials, in L2) of one tile with few item groups, which
+// teams would read in more than four rounds and wide blocks could not speed
+// up (lane groups of four items), goes to single chunks and one more pass
+// (H100 A/B, not committed, sum over dim 0, us: the 4096 chunk values of
+// float32 262144 x 128 after column_short_kernel 54.0 -> 51.8, bfloat16 200000
+// x 64 10.9 -> 9.6). With four rounds or fewer the teams were as fast or
+// faster (float32 131072 x 256: 32 chunks, 52.5 -> 52.2; 65536 x 1024: 16
+// chunks, 97.0 -> 98.6), and so were most first passes of one tile (float32
+// 2048 x 2048 4.6 -> 6.2, 2048 x 512 4.0 -> 4.6, bfloat16 4096 x 4096 8.8 ->
+// 10.2; only bfloat16 2048 x 512 gained, 5.2 -> 4.5), which keep their teams.
+constexpr int64_t kLaterPassTeamChunks = 4 * kSlots;
+
+inline TileMode tile_mode(int64_t item_groups, int row_lanes, int64_t chunks, bool later_pass) {
   if (tile_teams_stream(item_groups, row_lanes, chunks)) {
     // One tile per item group, for fewer item groups than SMs (the last pass
     // of a few long columns): where a team of narrow lane groups would read
     // it in several rounds, the wide blocks take one or two.
-    const bool rounds_to_spare = chunks <= kFoldLength && chunks > kSlots && row_lanes < kMaxRowLanes;
-    return rounds_to_spare && item_groups < sm_count() ? TileMode::Wide : TileMode::Teams;
+    const bool one_tile = chunks <= kFoldLength && item_groups < sm_count();
+    if (one_tile && chunks > kSlots && row_lanes < kMaxRowLanes) return TileMode::Wide;
+    if (one_tile && later_pass && chunks > kLaterPassTeamChunks) return TileMode::Chunks;
+    return TileMode::Teams;
   }
   return tiles_fill_device(item_groups, chunks) ? TileMode::Wide : TileMode::Chunks;
 }
