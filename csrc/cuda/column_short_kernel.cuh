@@ -16,8 +16,9 @@ namespace cuda {
 // counter. Every load of a step is a row of the chunk (slots hold about the
 // same number of rows), so that a thread keeps eight rows in flight whatever
 // the chunk's length. The step loop stays rolled; the result is stored here
-// (to out[0, kItems)).
-template <int kRowsPerSlot, int kItems, typename in_t, typename acc_t, typename out_t, typename Op>
+// (to out[0, kItems)). kEvictFirst: the loads ask the L2 to evict their lines
+// first (see load_vector_evict_first).
+template <int kRowsPerSlot, int kItems, bool kEvictFirst, typename in_t, typename acc_t, typename out_t, typename Op>
 __device__ __forceinline__ void reduce_short_chunk(const in_t* base, int64_t stride, int rows, out_t* out,
                                                    const Op& op) {
   constexpr int kSlotsPerStep = kSlots / kRowsPerSlot;
@@ -35,8 +36,11 @@ __device__ __forceinline__ void reduce_short_chunk(const in_t* base, int64_t str
       // Rows past the slot's read row 0 again (a slot may have none): loads
       // stay unpredicated (see load_rows).
 #pragma unroll
-      for (int k = 0; k < kRowsPerSlot; ++k)
-        loaded[j * kRowsPerSlot + k] = load_vector<in_t, kItems>(base + (k < count[j] ? s + k * kSlots : 0) * stride);
+      for (int k = 0; k < kRowsPerSlot; ++k) {
+        const in_t* row = base + (k < count[j] ? s + k * kSlots : 0) * stride;
+        loaded[j * kRowsPerSlot + k] =
+            kEvictFirst ? load_vector_evict_first<in_t, kItems>(row) : load_vector<in_t, kItems>(row);
+      }
     }
     // A full chunk folds without selects, so that ptxas does not sink loads
     // into the fold (and wait for each there): see fold_rows.
@@ -96,18 +100,18 @@ __device__ __forceinline__ void reduce_short_chunk(const in_t* base, int64_t str
 // it through local memory, and the ops object comes by value: by reference,
 // mean's factor went through an 8-byte stack frame. One step (up to 8 rows)
 // is inlined: called, the 8-bit types' amax and amin spilled.
-template <int kRowsPerSlot, int kItems, typename in_t, typename acc_t, typename out_t, typename Op>
+template <int kRowsPerSlot, int kItems, bool kEvictFirst, typename in_t, typename acc_t, typename out_t, typename Op>
 __device__ __noinline__ void reduce_short_chunk_call(const in_t* base, int64_t stride, int rows, out_t* out, Op op) {
-  reduce_short_chunk<kRowsPerSlot, kItems, in_t, acc_t>(base, stride, rows, out, op);
+  reduce_short_chunk<kRowsPerSlot, kItems, kEvictFirst, in_t, acc_t>(base, stride, rows, out, op);
 }
 
 // One chunk's fold, stored to `out`: inlined for one step (see above).
-template <int kRowsPerSlot, int kItems, typename in_t, typename acc_t, typename out_t, typename Op>
+template <int kRowsPerSlot, int kItems, bool kEvictFirst, typename in_t, typename acc_t, typename out_t, typename Op>
 __device__ __forceinline__ void short_chunk(const in_t* base, int64_t stride, int rows, out_t* out, const Op& op) {
   if constexpr (kRowsPerSlot == 1) {
-    reduce_short_chunk<kRowsPerSlot, kItems, in_t, acc_t>(base, stride, rows, out, op);
+    reduce_short_chunk<kRowsPerSlot, kItems, kEvictFirst, in_t, acc_t>(base, stride, rows, out, op);
   } else {
-    reduce_short_chunk_call<kRowsPerSlot, kItems, in_t, acc_t>(base, stride, rows, out, op);
+    reduce_short_chunk_call<kRowsPerSlot, kItems, kEvictFirst, in_t, acc_t>(base, stride, rows, out, op);
   }
 }
 
@@ -117,8 +121,9 @@ __device__ __forceinline__ void short_chunk(const in_t* base, int64_t stride, in
 // (batch, chunk, item), items fastest, then chunks, and the chunk values go
 // to the partials for the next pass -- a warp's loads are then rows of 32
 // adjacent items, where column_tile_kernel's lanes read 64 bytes of eight
-// rows each. (One chunk keeps a loop of its own, with no chunk index to
-// divide out.)
+// rows each; the input, larger than the L2 (see kShortChunksMinBytes), is
+// read evict-first, so that the partials stay there for the next pass.
+// (One chunk keeps a loop of its own, with no chunk index to divide out.)
 template <int kRowsPerSlot, int kItems, typename in_t, typename acc_t, typename out_t, typename Op>
 __device__ __forceinline__ void short_columns(const ColumnArgs<in_t, acc_t, out_t>& args, const Op& op) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * kColumnThreads;
@@ -129,9 +134,9 @@ __device__ __forceinline__ void short_columns(const ColumnArgs<in_t, acc_t, out_
     for (int64_t w = first; w < work; w += step) {
       const int64_t item = w % args.items;
       const int64_t b = w / args.items;
-      short_chunk<kRowsPerSlot, kItems, in_t, acc_t>(args.data + b * args.batch_stride + item * kItems,
-                                                     args.reduce_stride, rows,
-                                                     args.out + b * args.columns + item * kItems, op);
+      short_chunk<kRowsPerSlot, kItems, false, in_t, acc_t>(args.data + b * args.batch_stride + item * kItems,
+                                                            args.reduce_stride, rows,
+                                                            args.out + b * args.columns + item * kItems, op);
     }
   } else if constexpr (kRowsPerSlot == kSlots) {
     const int64_t chunks = (args.reduce + kFoldLength - 1) / kFoldLength;
@@ -144,7 +149,7 @@ __device__ __forceinline__ void short_columns(const ColumnArgs<in_t, acc_t, out_
       const int64_t b = w / chunk_items;
       const int64_t first_row = chunk * kFoldLength;
       const int rows = static_cast<int>(args.reduce - first_row < kFoldLength ? args.reduce - first_row : kFoldLength);
-      short_chunk<kRowsPerSlot, kItems, in_t, acc_t>(
+      short_chunk<kRowsPerSlot, kItems, true, in_t, acc_t>(
           args.data + b * args.batch_stride + first_row * args.reduce_stride + item * kItems, args.reduce_stride,
           rows, args.partials + chunk * outputs + b * args.columns + item * kItems, Unprojected<Op>{op});
     }

@@ -34,6 +34,26 @@ __device__ __forceinline__ Vector<T, N> load_vector(const T* p) {
   return *reinterpret_cast<const Vector<T, N>*>(p);
 }
 
+// load_vector whose line the L2 evicts before others (sm_80 and later; a
+// 16-byte vector, else a plain load): for an input streamed once that is
+// larger than the L2, so that it does not push out what the next pass reads.
+template <typename T, int N>
+__device__ __forceinline__ Vector<T, N> load_vector_evict_first(const T* p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (sizeof(Vector<T, N>) == kVectorBytes) {
+    uint64_t policy;
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    Vector<T, N> v;
+    auto* words = reinterpret_cast<uint32_t*>(&v);
+    asm("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+        : "=r"(words[0]), "=r"(words[1]), "=r"(words[2]), "=r"(words[3])
+        : "l"(p), "l"(policy));
+    return v;
+  }
+#endif
+  return load_vector<T, N>(p);
+}
+
 // Marks a loaded vector as used where it is loaded (an empty asm that takes
 // its words). A load whose value a fold may drop can otherwise be moved by
 // the compiler under that fold's condition, and then waits there: a lane of
