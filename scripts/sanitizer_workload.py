@@ -55,6 +55,14 @@ for shape in ((4100, 1024), (65536, 4096), (262144, 128)):
     check(f"sum {shape} 0", torch_reduce.sum(x, 0), torch.sum(x.cpu(), 0), False)
     del x
 
+# Inputs larger than the L2, read evict-first: column_short_kernel's one level, row_reduce_kernel's
+# one row a lane, packed_row_reduce_kernel.
+for dtype, shape, dim in ((torch.float32, (3, 5_000_000), 0), (torch.float32, (1_048_576, 32), 1),
+                          (torch.bfloat16, (7_840_000, 4), 1)):
+    x = torch.randn(shape, device=device).to(dtype)
+    check(f"sum {dtype} {shape} {dim}", torch_reduce.sum(x, dim), torch.sum(x.cpu(), dim), False)
+    del x
+
 for algorithm in torch_reduce.algorithms():
     for dtype in (torch.float32, torch.int32):
         exact = not dtype.is_floating_point

@@ -121,10 +121,9 @@ __device__ __forceinline__ void short_chunk(const in_t* base, int64_t stride, in
 // (batch, chunk, item), items fastest, then chunks, and the chunk values go
 // to the partials for the next pass -- a warp's loads are then rows of 32
 // adjacent items, where column_tile_kernel's lanes read 64 bytes of eight
-// rows each; the input, larger than the L2 (see kShortChunksMinBytes), is
-// read evict-first, so that the partials stay there for the next pass.
-// (One chunk keeps a loop of its own, with no chunk index to divide out.)
-template <int kRowsPerSlot, int kItems, typename in_t, typename acc_t, typename out_t, typename Op>
+// rows each. (One chunk keeps a loop of its own, with no chunk index to
+// divide out.) kEvictFirst: either reads evict-first (evict_first_input).
+template <int kRowsPerSlot, int kItems, bool kEvictFirst, typename in_t, typename acc_t, typename out_t, typename Op>
 __device__ __forceinline__ void short_columns(const ColumnArgs<in_t, acc_t, out_t>& args, const Op& op) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * kColumnThreads;
   const int64_t first = blockIdx.x * static_cast<int64_t>(kColumnThreads) + threadIdx.x;
@@ -134,9 +133,9 @@ __device__ __forceinline__ void short_columns(const ColumnArgs<in_t, acc_t, out_
     for (int64_t w = first; w < work; w += step) {
       const int64_t item = w % args.items;
       const int64_t b = w / args.items;
-      short_chunk<kRowsPerSlot, kItems, false, in_t, acc_t>(args.data + b * args.batch_stride + item * kItems,
-                                                            args.reduce_stride, rows,
-                                                            args.out + b * args.columns + item * kItems, op);
+      short_chunk<kRowsPerSlot, kItems, kEvictFirst, in_t, acc_t>(args.data + b * args.batch_stride + item * kItems,
+                                                                  args.reduce_stride, rows,
+                                                                  args.out + b * args.columns + item * kItems, op);
     }
   } else if constexpr (kRowsPerSlot == kSlots) {
     const int64_t chunks = (args.reduce + kFoldLength - 1) / kFoldLength;
@@ -149,7 +148,7 @@ __device__ __forceinline__ void short_columns(const ColumnArgs<in_t, acc_t, out_
       const int64_t b = w / chunk_items;
       const int64_t first_row = chunk * kFoldLength;
       const int rows = static_cast<int>(args.reduce - first_row < kFoldLength ? args.reduce - first_row : kFoldLength);
-      short_chunk<kRowsPerSlot, kItems, true, in_t, acc_t>(
+      short_chunk<kRowsPerSlot, kItems, kEvictFirst, in_t, acc_t>(
           args.data + b * args.batch_stride + first_row * args.reduce_stride + item * kItems, args.reduce_stride,
           rows, args.partials + chunk * outputs + b * args.columns + item * kItems, Unprojected<Op>{op});
     }
@@ -164,11 +163,11 @@ inline int short_rows_per_slot(int64_t rows) {
 
 // A kernel for each number of rows per slot, so that each gets the registers
 // it needs rather than those of the longest chunks' pending subtrees.
-template <int kRowsPerSlot, typename in_t, typename acc_t, typename out_t, typename Op>
+template <int kRowsPerSlot, bool kEvictFirst, typename in_t, typename acc_t, typename out_t, typename Op>
 __global__ void __launch_bounds__(kColumnThreads) column_short_kernel(ColumnArgs<in_t, acc_t, out_t> args, Op op) {
   start_pass();
   with_width<column_width<in_t, acc_t>()>(
-      args.width, [&](auto width) { short_columns<kRowsPerSlot, decltype(width)::value>(args, op); });
+      args.width, [&](auto width) { short_columns<kRowsPerSlot, decltype(width)::value, kEvictFirst>(args, op); });
 }
 
 }  // namespace cuda

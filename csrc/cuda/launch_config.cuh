@@ -136,12 +136,28 @@ constexpr int64_t kShortColumnMaxSteps = 2;  // rows per slot: short for any war
 // 28.1 -> 28.7, 16384 x 1024 10.3 -> 10.8; float32 200000 x 64 23.3 -> 23.6),
 // and rows of 128 bytes lost (float32 1048576 x 32 51.2 -> 51.6 and 51.9 in
 // two runs): a warp's load then spans four chunks. The input, larger than
-// the L2 too, is read evict-first, which keeps the partials in the L2 for
-// the next pass (H100 A/B, not committed, sum over dim 0, us: float32 65536
-// x 1024 96.9 -> 92.7, 262144 x 128 51.4 -> 50.0, bfloat16 65536 x 1024 53.4
-// -> 49.6).
+// the L2 too, is read evict-first where its partials fit in half of the L2
+// (evict_first_input), which keeps them there for the next pass (H100 A/B,
+// not committed, sum over dim 0, us: float32 65536 x 1024 96.9 -> 92.7,
+// 262144 x 128 51.4 -> 50.0, bfloat16 65536 x 1024 53.4 -> 49.6).
 constexpr int64_t kShortChunksMinRowBytes = 256;
 constexpr int64_t kShortChunksMinBytes = 100 << 20;
+
+// An input larger than the L2, which a kernel reads once, is read
+// evict-first (input_policy) where what the kernel writes fits in half of
+// the L2: the L2 then evicts the input's clean lines rather than the
+// output's (or the next pass's partials'), which the next kernel reads.
+// H100 A/B (not committed, one build, the policy forced either way; sum,
+// us, normal -> evict-first): over dim 0, float32 3 x 5000000 28.2 -> 26.0,
+// 32 x 1048576 48.4 -> 45.5, 65536 x 1024 97.6 -> 93.2 (the first level of
+// column_short_kernel), bfloat16 16 x 4194304 49.8 -> 45.4; over the last
+// dim, float32 1048576 x 32 51.1 -> 47.3, 262144 x 128 47.0 -> 44.7,
+// bfloat16 7840000 x 4 27.5 -> 23.5 (packed_row_reduce_kernel). Where the
+// output does not fit, evict-first lost: float32 8 x 16777216 over dim 0
+// (64 MiB written) 201.2 -> 209.6, bfloat16 (32 MiB) 101.2 -> 105.1.
+inline bool evict_first_input(int64_t read_bytes, int64_t written_bytes) {
+  return read_bytes > l2_bytes() && 2 * written_bytes <= l2_bytes();
+}
 
 inline ColumnKernel column_kernel(int64_t reduce, int64_t batch, int64_t items, int64_t bytes, int64_t row_bytes) {
   if (reduce <= kFoldLength) {

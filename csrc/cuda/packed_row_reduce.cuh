@@ -22,7 +22,8 @@ struct PackedRowArgs {
   out_t* out;            // aligned to kRows outputs
 };
 
-template <typename scalar_t, typename acc_t, typename out_t, typename Op, int kRows>
+// kEvictFirst: the loads read evict-first (evict_first_input).
+template <typename scalar_t, typename acc_t, typename out_t, typename Op, int kRows, bool kEvictFirst>
 __global__ void __launch_bounds__(kRowThreads) packed_row_reduce_kernel(PackedRowArgs<scalar_t, out_t> args, Op op) {
   constexpr int kWidth = vector_width<scalar_t>();
   constexpr int kLength = kWidth / kRows;
@@ -37,7 +38,10 @@ __global__ void __launch_bounds__(kRowThreads) packed_row_reduce_kernel(PackedRo
 #pragma unroll
     for (int s = 0; s < kRowSlots; ++s) {
       const int64_t v = warp_first + s * kWarpSize + lane;
-      if (v < vectors) loaded[s] = load_vector(args.data + v * kWidth);
+      if (v < vectors) {
+        const scalar_t* p = args.data + v * kWidth;
+        loaded[s] = kEvictFirst ? load_vector_evict_first<scalar_t, kWidth>(p) : load_vector(p);
+      }
     }
 #pragma unroll
     for (int s = 0; s < kRowSlots; ++s) {

@@ -48,6 +48,8 @@ void launch_rows(const scalar_t* data, const ReduceLayout& layout, out_t* out, c
                  const c10::cuda::CUDAStream& stream) {
   constexpr int kWidth = vector_width<scalar_t>();
   const bool back_to_back = layout.batch == 1 || layout.batch_stride == layout.reduce;
+  const bool evict_first = evict_first_input(layout.batch * layout.reduce * static_cast<int64_t>(sizeof(scalar_t)),
+                                             layout.batch * static_cast<int64_t>(sizeof(out_t)));
   const int64_t rows_per_vector = kWidth / layout.reduce;
   if (layout.reduce < kWidth && kWidth % layout.reduce == 0 && back_to_back && is_aligned(data) &&
       is_aligned(out, rows_per_vector * sizeof(out_t))) {
@@ -56,8 +58,9 @@ void launch_rows(const scalar_t* data, const ReduceLayout& layout, out_t* out, c
         grid_stride_blocks(ceil_div(layout.batch / rows_per_vector, kRowSlots), kRowThreads));
     with_width<kWidth>(static_cast<int>(rows_per_vector), [&](auto rows) {
       if constexpr (decltype(rows)::value > 1) {
-        packed_row_reduce_kernel<scalar_t, acc_t, out_t, Op, decltype(rows)::value>
-            <<<blocks, kRowThreads, 0, stream.stream()>>>(args, op);
+        auto kernel = evict_first ? packed_row_reduce_kernel<scalar_t, acc_t, out_t, Op, decltype(rows)::value, true>
+                                  : packed_row_reduce_kernel<scalar_t, acc_t, out_t, Op, decltype(rows)::value, false>;
+        kernel<<<blocks, kRowThreads, 0, stream.stream()>>>(args, op);
       }
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -73,17 +76,25 @@ void launch_rows(const scalar_t* data, const ReduceLayout& layout, out_t* out, c
   const int rows_per_pass = row_reduce_rows_per_pass(items_per_lane);
   const int64_t threads_needed = ceil_div(layout.batch, rows_per_pass) * group;
   const auto blocks = static_cast<unsigned int>(grid_stride_blocks(threads_needed, kRowThreads));
-  auto launch = [&](auto vectorized_loads, auto loads, auto several_rows) {
+  auto launch = [&](auto vectorized_loads, auto loads, auto several_rows, auto evict_first_loads) {
     row_reduce_kernel<scalar_t, acc_t, out_t, Op, decltype(vectorized_loads)::value, decltype(loads)::value,
-                      decltype(several_rows)::value><<<blocks, kRowThreads, 0, stream.stream()>>>(args, op);
+                      decltype(several_rows)::value, decltype(evict_first_loads)::value>
+        <<<blocks, kRowThreads, 0, stream.stream()>>>(args, op);
+  };
+  // Evict-first loads for one row a lane, vectorized (see row_reduce_kernel).
+  auto launch_one_row = [&](auto vectorized_loads, auto loads) {
+    if constexpr (decltype(vectorized_loads)::value) {
+      if (evict_first) return launch(vectorized_loads, loads, std::false_type{}, std::true_type{});
+    }
+    launch(vectorized_loads, loads, std::false_type{}, std::false_type{});
   };
   auto launch_mode = [&](auto vectorized_loads) {
     if (rows_per_pass > 1) {
-      launch(vectorized_loads, std::integral_constant<int, kShortRowSlots>{}, std::true_type{});
+      launch(vectorized_loads, std::integral_constant<int, kShortRowSlots>{}, std::true_type{}, std::false_type{});
     } else if (items_per_lane > kRowSlots) {
-      launch(vectorized_loads, std::integral_constant<int, 2 * kRowSlots>{}, std::false_type{});
+      launch_one_row(vectorized_loads, std::integral_constant<int, 2 * kRowSlots>{});
     } else {
-      launch(vectorized_loads, std::integral_constant<int, kRowSlots>{}, std::false_type{});
+      launch_one_row(vectorized_loads, std::integral_constant<int, kRowSlots>{});
     }
   };
   if (vectorized) {
@@ -145,6 +156,8 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
       break;
     }
   }
+  const bool evict_first = evict_first_input(
+      bytes, values_left * batch * columns * static_cast<int64_t>(values_left > 1 ? sizeof(acc_t) : sizeof(out_t)));
   at::Tensor partials;
   if (values_left > 1) {
     partials = at::empty({values_left * batch * columns},
@@ -160,7 +173,9 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
     case ColumnKernel::Short:
       // Rows per slot are a power of two up to 8, dispatched like an item width.
       with_width<kSlots>(short_rows_per_slot(reduce), [&](auto rows_per_slot) {
-        launch(column_short_kernel<decltype(rows_per_slot)::value, in_t, acc_t, out_t, Op>);
+        constexpr int kRowsPerSlot = decltype(rows_per_slot)::value;
+        launch(evict_first ? column_short_kernel<kRowsPerSlot, true, in_t, acc_t, out_t, Op>
+                           : column_short_kernel<kRowsPerSlot, false, in_t, acc_t, out_t, Op>);
       });
       break;
     case ColumnKernel::Block:

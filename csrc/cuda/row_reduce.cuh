@@ -65,7 +65,11 @@ constexpr int row_kernel_min_blocks() {
 // registers it needs: the several rows' loads and slots cost the one-row
 // kernels their occupancy, and one kernel for both one-row lengths was 5-9%
 // slower on bfloat16 4096 x 4096 rows (H200: 6.33 -> 6.68-7.12 us).
-template <typename scalar_t, typename acc_t, typename out_t, typename Op, bool kVectorized, int kLoads, bool kSeveralRows>
+// kEvictFirst: the vectorized loads read evict-first (evict_first_input);
+// launched for one row a lane only (with several, the policy took that
+// kernel from 8 to 48 bytes of spills, ptxas sm_90).
+template <typename scalar_t, typename acc_t, typename out_t, typename Op, bool kVectorized, int kLoads, bool kSeveralRows,
+          bool kEvictFirst>
 __global__ void __launch_bounds__(kRowThreads, (row_kernel_min_blocks<scalar_t, acc_t, kVectorized, kSeveralRows>()))
     row_reduce_kernel(RowArgs<scalar_t, out_t> args, Op op) {
   constexpr int kWidth = vector_width<scalar_t>();
@@ -85,7 +89,7 @@ __global__ void __launch_bounds__(kRowThreads, (row_kernel_min_blocks<scalar_t, 
   auto load_item = [&](int64_t row, int64_t item) -> Loaded {
     const scalar_t* p = args.data + row * args.row_stride + item * kWidth;
     if constexpr (kVectorized) {
-      return load_vector(p);
+      return kEvictFirst ? load_vector_evict_first<scalar_t, kWidth>(p) : load_vector(p);
     } else {
       const int64_t count = args.row_length - item * kWidth < kWidth ? args.row_length - item * kWidth : kWidth;
       return fold_elements<acc_t>(p, count, op);
