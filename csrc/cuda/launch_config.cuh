@@ -177,6 +177,22 @@ inline ColumnKernel column_kernel(int64_t reduce, int64_t batch, int64_t items, 
   return ColumnKernel::Tile;
 }
 
+// The grid of a column pass. The kernels loop over their blocks' work, so
+// the grid may be smaller than the work: sm_count() * kMaxBlocksPerSm
+// blocks, or for column_short_kernel's passes of one chunk of 8 rows or
+// more, one block per 256 work items, as torch.sum launches them (H100 A/B,
+// not committed, sum over dim 0, us: float32 8 x 16777216 201.4 -> 200.0,
+// where torch.sum took 200.1; bfloat16 101.4 -> 100.9; float32 32 x 1048576
+// 46.2 either way). Threads of fewer rows keep the loop: a block of their
+// few loads each cost more than it saved (float32 3 x 5000000 25.6 -> 26.4).
+constexpr int64_t kMaxGridBlocks = std::numeric_limits<int32_t>::max();
+
+inline int64_t column_pass_grid(ColumnKernel kernel, int64_t reduce, int64_t blocks) {
+  const bool block_per_work = kernel == ColumnKernel::Short && reduce >= kSlots && reduce <= kFoldLength;
+  const int64_t most = block_per_work ? kMaxGridBlocks : static_cast<int64_t>(sm_count()) * kMaxBlocksPerSm;
+  return std::max<int64_t>(1, std::min(blocks, most));
+}
+
 // A team of column_tile_kernel reads its tile's chunks one after another: its
 // 64 x row_lanes lanes keep only eight rows each in flight. With fewer lanes
 // than this in all, column_chunk_kernel's single chunks (eight times the

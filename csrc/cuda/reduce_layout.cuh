@@ -164,8 +164,7 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
                          at::TensorOptions().dtype(c10::CppTypeToScalarType<acc_t>::value).device(at::kCUDA, stream.device_index()));
     args.partials = partials.data_ptr<acc_t>();
   }
-  // The kernels loop over their blocks' work: the grid stays below 2^31.
-  const auto grid = static_cast<unsigned int>(std::max<int64_t>(1, std::min(blocks, static_cast<int64_t>(sm_count()) * kMaxBlocksPerSm)));
+  const auto grid = static_cast<unsigned int>(column_pass_grid(kernel, reduce, blocks));
   auto launch = [&](auto kernel) {
     launch_pass(kernel, grid, kColumnThreads, stream.stream(), after_previous_pass, args, op);
   };
