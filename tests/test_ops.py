@@ -457,8 +457,8 @@ def fold64_reference(x):
 # bfloat16, and single tiles of few items: 4000 x 2, 2000 x 8), column_block_kernel (one level for a single chunk of more than 16 rows and fewer columns
 # than column_short_kernel wants -- 24 x 2048, 63 x 33, 64 x 8192 -- and two levels a pass: 65536 x
 # 4096, and 5000 x 65536 with a ragged last tile), column_short_kernel as the first level of inputs
-# of 100 MiB or more (float32 262144 x 128, whose 4096 chunk values then take single chunks; 65536 x
-# 1024 in both dtypes), and later passes of single chunks (bfloat16 200000 x 64).
+# larger than the L2 of an H100 (262144 x 128 in both dtypes, whose 4096 chunk values then take
+# single chunks; 65536 x 1024 in both dtypes), and later passes of single chunks (bfloat16 200000 x 64).
 COLUMN_ORDER_CASES = [(1, 7), (5, 3), (8, 2), (9, 300), (24, 2048), (63, 7), (63, 33), (64, 1), (64, 8192), (65, 4),
                       (4095, 3), (4097, 8), (16, 262144), (20, 300000), (40, 524288), (300001, 2),
                       (600000, 3), (540000, 6), (70000, 33), (33000, 512), (65536, 4096), (5000, 65536),

@@ -121,27 +121,28 @@ constexpr int64_t kBlockColumnMinBytes = 16 << 20;
 constexpr int64_t kShortColumnMinThreads = 16 * 1024;
 constexpr int64_t kShortColumnMaxSteps = 2;  // rows per slot: short for any warp's worth of items
 
-// Long columns of rows of 256 bytes or more, in inputs too large for the
-// pass after them to matter, whose tiles do not fill the device for the
-// block kernel: column_short_kernel reads the first level (one chunk of a
+// Long columns of rows of 256 bytes or more, in inputs larger than the L2,
+// whose tiles do not fill the device for the block kernel: column_short_kernel reads the first level (one chunk of a
 // column vector a thread, a warp's load 32 adjacent vectors of a row, every
 // thread of the pass resident at once), and later passes fold the chunk
 // values. Its pass is faster than the teams' two levels, by more than the
-// extra level costs from about 100 MiB (H100 A/B of builds with and
-// without, not committed, sum over dim 0, float32 us, with the later-pass
-// rule of tile_mode: 262144 x 128 55.1 -> 51.8, 500000 x 64 52.8 -> 49.9,
-// 131072 x 256 54.1 -> 52.2, 8192 x 4096 52.1 -> 50.1, 65536 x 1024 99.8 ->
-// 97.0; bfloat16 65536 x 1024 unchanged at 53.5). Smaller inputs gained less
-// than the extra level cost (bfloat16 262144 x 128 30.1 -> 31.3, 8192 x 4096
-// 28.1 -> 28.7, 16384 x 1024 10.3 -> 10.8; float32 200000 x 64 23.3 -> 23.6),
-// and rows of 128 bytes lost (float32 1048576 x 32 51.2 -> 51.6 and 51.9 in
-// two runs): a warp's load then spans four chunks. The input, larger than
-// the L2 too, is read evict-first where its partials fit in half of the L2
-// (evict_first_input), which keeps them there for the next pass (H100 A/B,
-// not committed, sum over dim 0, us: float32 65536 x 1024 96.9 -> 92.7,
-// 262144 x 128 51.4 -> 50.0, bfloat16 65536 x 1024 53.4 -> 49.6).
+// extra level costs (H100 A/B of builds with and without, not committed,
+// sum over dim 0, float32 us, with the later-pass rule of tile_mode: 262144
+// x 128 55.1 -> 51.8, 500000 x 64 52.8 -> 49.9, 131072 x 256 54.1 -> 52.2,
+// 8192 x 4096 52.1 -> 50.1, 65536 x 1024 99.8 -> 97.0; bfloat16 65536 x
+// 1024 unchanged at 53.5). The input is read evict-first where its
+// partials fit in half of the L2 (evict_first_input), which keeps them
+// there for the next pass (H100 A/B, not committed, sum over dim 0, us:
+// float32 65536 x 1024 96.9 -> 92.7, 262144 x 128 51.4 -> 50.0, bfloat16
+// 65536 x 1024 53.4 -> 49.6). With evict-first, inputs of 64 MiB gained too
+// (H100 A/B of the 100 MiB bound this took before against the L2, not
+// committed, bfloat16 us: 131072 x 256 30.9 -> 29.8, 8192 x 4096 28.3 ->
+// 27.7, 262144 x 128 29.9 -> 29.8), where without it they had lost (8192 x
+// 4096 28.1 -> 28.7, 262144 x 128 30.1 -> 31.3). Inputs that fit in the L2
+// lost (bfloat16 16384 x 1024 10.3 -> 10.8; float32 200000 x 64 23.3 ->
+// 23.6), and rows of 128 bytes lost (float32 1048576 x 32 51.2 -> 51.6 and
+// 51.9 in two runs): a warp's load then spans four chunks.
 constexpr int64_t kShortChunksMinRowBytes = 256;
-constexpr int64_t kShortChunksMinBytes = 100 << 20;
 
 // An input larger than the L2, which a kernel reads once, is read
 // evict-first (input_policy) where what the kernel writes fits in half of
@@ -171,8 +172,7 @@ inline ColumnKernel column_kernel(int64_t reduce, int64_t batch, int64_t items, 
   if (items >= kWarpSize && bytes >= kBlockColumnMinBytes && tiles_fill_device(batch * ceil_div(items, kWarpSize), chunks))
     return ColumnKernel::Block;
   // A pass of one tile stays with the teams: two levels in one pass.
-  if (chunks > kFoldLength && row_bytes >= kShortChunksMinRowBytes && bytes >= kShortChunksMinBytes &&
-      bytes > l2_bytes())
+  if (chunks > kFoldLength && row_bytes >= kShortChunksMinRowBytes && bytes > l2_bytes())
     return ColumnKernel::Short;
   return ColumnKernel::Tile;
 }
