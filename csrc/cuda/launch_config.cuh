@@ -122,10 +122,10 @@ constexpr int64_t kShortColumnMinThreads = 16 * 1024;
 constexpr int64_t kShortColumnMaxSteps = 2;  // rows per slot: short for any warp's worth of items
 
 // Long columns of rows of 256 bytes or more, in inputs larger than the L2,
-// whose tiles do not fill the device for the block kernel: column_short_kernel reads the first level (one chunk of a
-// column vector a thread, a warp's load 32 adjacent vectors of a row, every
-// thread of the pass resident at once), and later passes fold the chunk
-// values. Its pass is faster than the teams' two levels, by more than the
+// whose tiles do not fill the device for the block kernel:
+// column_short_kernel reads the first level (one chunk of a column vector a
+// thread, a warp's load 32 adjacent vectors of a row, every thread of the
+// pass resident at once), and later passes fold the chunk values. Its pass is faster than the teams' two levels, by more than the
 // extra level costs (H100 A/B of builds with and without, not committed,
 // sum over dim 0, float32 us, with the later-pass rule of tile_mode: 262144
 // x 128 55.1 -> 51.8, 500000 x 64 52.8 -> 49.9, 131072 x 256 54.1 -> 52.2,
@@ -145,7 +145,7 @@ constexpr int64_t kShortColumnMaxSteps = 2;  // rows per slot: short for any war
 constexpr int64_t kShortChunksMinRowBytes = 256;
 
 // An input larger than the L2, which a kernel reads once, is read
-// evict-first (input_policy) where what the kernel writes fits in half of
+// evict-first (load_vector_evict_first) where what the kernel writes fits in half of
 // the L2: the L2 then evicts the input's clean lines rather than the
 // output's (or the next pass's partials'), which the next kernel reads.
 // H100 A/B (not committed, one build, the policy forced either way; sum,
@@ -183,8 +183,9 @@ inline ColumnKernel column_kernel(int64_t reduce, int64_t batch, int64_t items, 
 // more, one block per 256 work items, as torch.sum launches them (H100 A/B,
 // not committed, sum over dim 0, us: float32 8 x 16777216 201.4 -> 200.0,
 // where torch.sum took 200.1; bfloat16 101.4 -> 100.9; float32 32 x 1048576
-// 46.2 either way). Threads of fewer rows keep the loop: a block of their
-// few loads each cost more than it saved (float32 3 x 5000000 25.6 -> 26.4).
+// 46.2 either way). Threads of fewer rows keep the loop: blocks of so few
+// loads a thread cost more than they saved (float32 3 x 5000000 25.6 ->
+// 26.4).
 constexpr int64_t kMaxGridBlocks = std::numeric_limits<int32_t>::max();
 
 inline int64_t column_pass_grid(ColumnKernel kernel, int64_t reduce, int64_t blocks) {

@@ -66,8 +66,9 @@ constexpr int row_kernel_min_blocks() {
 // kernels their occupancy, and one kernel for both one-row lengths was 5-9%
 // slower on bfloat16 4096 x 4096 rows (H200: 6.33 -> 6.68-7.12 us).
 // kEvictFirst: the vectorized loads read evict-first (evict_first_input);
-// launched for one row a lane only (with several, the policy took that
-// kernel from 8 to 48 bytes of spills, ptxas sm_90).
+// launched for one row a lane only (for several rows, evict-first loads
+// took that kernel from 8 to 48 bytes of spills: ptxas sm_90, as a run-time
+// policy).
 template <typename scalar_t, typename acc_t, typename out_t, typename Op, bool kVectorized, int kLoads, bool kSeveralRows,
           bool kEvictFirst>
 __global__ void __launch_bounds__(kRowThreads, (row_kernel_min_blocks<scalar_t, acc_t, kVectorized, kSeveralRows>()))
