@@ -17,7 +17,7 @@ namespace cuda {
 // same number of rows), so that a thread keeps eight rows in flight whatever
 // the chunk's length. The step loop stays rolled; the result is stored here
 // (to out[0, kItems)). kEvictFirst: the loads ask the L2 to evict their lines
-// first (see load_vector_evict_first).
+// first (see load_input).
 template <int kRowsPerSlot, int kItems, bool kEvictFirst, typename in_t, typename acc_t, typename out_t, typename Op>
 __device__ __forceinline__ void reduce_short_chunk(const in_t* base, int64_t stride, int rows, out_t* out,
                                                    const Op& op) {
@@ -36,11 +36,9 @@ __device__ __forceinline__ void reduce_short_chunk(const in_t* base, int64_t str
       // Rows past the slot's read row 0 again (a slot may have none): loads
       // stay unpredicated (see load_rows).
 #pragma unroll
-      for (int k = 0; k < kRowsPerSlot; ++k) {
-        const in_t* row = base + (k < count[j] ? s + k * kSlots : 0) * stride;
+      for (int k = 0; k < kRowsPerSlot; ++k)
         loaded[j * kRowsPerSlot + k] =
-            kEvictFirst ? load_vector_evict_first<in_t, kItems>(row) : load_vector<in_t, kItems>(row);
-      }
+            load_input<kEvictFirst, in_t, kItems>(base + (k < count[j] ? s + k * kSlots : 0) * stride);
     }
     // A full chunk folds without selects, so that ptxas does not sink loads
     // into the fold (and wait for each there): see fold_rows.

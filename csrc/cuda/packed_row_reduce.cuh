@@ -38,10 +38,7 @@ __global__ void __launch_bounds__(kRowThreads) packed_row_reduce_kernel(PackedRo
 #pragma unroll
     for (int s = 0; s < kRowSlots; ++s) {
       const int64_t v = warp_first + s * kWarpSize + lane;
-      if (v < vectors) {
-        const scalar_t* p = args.data + v * kWidth;
-        loaded[s] = kEvictFirst ? load_vector_evict_first<scalar_t, kWidth>(p) : load_vector(p);
-      }
+      if (v < vectors) loaded[s] = load_input<kEvictFirst>(args.data + v * kWidth);
     }
 #pragma unroll
     for (int s = 0; s < kRowSlots; ++s) {

@@ -58,6 +58,17 @@ __device__ __forceinline__ Vector<T, N> load_vector_evict_first(const T* p) {
   return load_vector<T, N>(p);
 }
 
+// The load of a kernel that takes evict_first_input as a template flag:
+// load_vector_evict_first where kEvictFirst, else load_vector.
+template <bool kEvictFirst, typename T, int N = vector_width<T>()>
+__device__ __forceinline__ Vector<T, N> load_input(const T* p) {
+  if constexpr (kEvictFirst) {
+    return load_vector_evict_first<T, N>(p);
+  } else {
+    return load_vector<T, N>(p);
+  }
+}
+
 // Marks a loaded vector as used where it is loaded (an empty asm that takes
 // its words). A load whose value a fold may drop can otherwise be moved by
 // the compiler under that fold's condition, and then waits there: a lane of

@@ -90,7 +90,7 @@ __global__ void __launch_bounds__(kRowThreads, (row_kernel_min_blocks<scalar_t, 
   auto load_item = [&](int64_t row, int64_t item) -> Loaded {
     const scalar_t* p = args.data + row * args.row_stride + item * kWidth;
     if constexpr (kVectorized) {
-      return kEvictFirst ? load_vector_evict_first<scalar_t, kWidth>(p) : load_vector(p);
+      return load_input<kEvictFirst>(p);
     } else {
       const int64_t count = args.row_length - item * kWidth < kWidth ? args.row_length - item * kWidth : kWidth;
       return fold_elements<acc_t>(p, count, op);
