@@ -279,6 +279,28 @@ def test_cuda_graph_capture_and_replay(cuda_device, dtype, shape, make_input, ch
 
 
 @pytest.mark.requires_cuda
+@pytest.mark.parametrize("op", ["sum", "mean"])
+def test_cuda_graph_of_one_early_launched_reduction(cuda_device, op, make_input, check):
+    """A graph whose first node is a pass launched early (the first pass of a column reduction of
+    several passes, dependent_launch.cuh) captures and replays, each replay reading the input just
+    copied in."""
+    static_x = make_input((300001, 3), torch.float32, cuda_device)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        getattr(torch_reduce, op)(static_x, 0)
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = getattr(torch_reduce, op)(static_x, 0)
+    for replay in range(3):
+        new = make_input((300001, 3), torch.float32, cuda_device)
+        static_x.copy_(new)
+        graph.replay()
+        check(out.clone(), new, op=op, dim=0)
+
+
+@pytest.mark.requires_cuda
 def test_cuda_graph_replays_are_deterministic(cuda_device, make_input, bitwise_equal):
     x = make_input((2**22 + 7,), torch.float32, cuda_device)
     eager = torch_reduce.sum(x)

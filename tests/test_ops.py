@@ -488,16 +488,18 @@ MULTI_PASS_COLUMN_SHAPES = [(1000000, 2), (300001, 3), (32768, 32), (70000, 33),
 @pytest.mark.requires_cuda
 @pytest.mark.parametrize("op", ["sum", "mean", "amax"])
 def test_column_passes_keep_stream_order(cuda_device, op, make_input, check):
-    """A column reduction's later passes are launched before the pass they read has finished
-    (programmatic dependent launch) but still read and write in stream order: reductions queued back
-    to back, each input overwritten right after, nothing synchronised in between, each give the
-    result of their own input."""
+    """A column reduction's passes are launched before the kernel ahead of them has finished
+    (programmatic dependent launch; the first pass after whatever the stream ran last) but still
+    read and write in stream order: each input written by a copy kernel right before its reduction
+    and overwritten right after, reductions queued back to back, nothing synchronised in between,
+    each give the result of their own input."""
     originals, outs = [], []
     for shape in MULTI_PASS_COLUMN_SHAPES:
-        x = make_input(shape, torch.float32, cuda_device)
-        originals.append(x.clone())
+        original = make_input(shape, torch.float32, cuda_device)
+        x = torch.empty_like(original).copy_(original)
         outs.append(getattr(torch_reduce, op)(x, 0))
         x.uniform_(-1e6, 1e6)
+        originals.append(original)
     for x, out in zip(originals, outs):
         check(out, x, op=op, dim=0)
 

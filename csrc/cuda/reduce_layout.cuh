@@ -107,11 +107,11 @@ void launch_rows(const scalar_t* data, const ReduceLayout& layout, out_t* out, c
 
 // One pass of the column reduction (one level or two, see column_fold.cuh);
 // returns the partials when it was not the last pass (they are the next
-// pass's input).
+// pass's input). later_pass: it reads the partials of the pass before.
 template <typename in_t, typename acc_t, typename out_t, typename Op>
 at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, int64_t columns, int64_t batch_stride,
                               int64_t reduce_stride, out_t* out, const Op& op, const c10::cuda::CUDAStream& stream,
-                              bool after_previous_pass) {
+                              bool later_pass) {
   const int64_t chunks = ceil_div(reduce, kFoldLength);
   const int64_t bytes = batch * reduce * columns * static_cast<int64_t>(sizeof(in_t));
   const ColumnKernel kernel = column_kernel(reduce, batch, ceil_div(columns, column_width<in_t, acc_t>()), bytes,
@@ -141,7 +141,7 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
     case ColumnKernel::Tile: {
       args.row_lanes = tile_row_lanes(args.items);
       const int64_t item_groups = batch * ceil_div(args.items, args.row_lanes);
-      tile = tile_mode(item_groups, args.row_lanes, chunks, after_previous_pass);
+      tile = tile_mode(item_groups, args.row_lanes, chunks, later_pass);
       if (tile == TileMode::Teams) {
         values_left = ceil_div(chunks, kFoldLength);
         blocks = ceil_div(item_groups * values_left, tile_teams(args.row_lanes));
@@ -165,8 +165,10 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
     args.partials = partials.data_ptr<acc_t>();
   }
   const auto grid = static_cast<unsigned int>(column_pass_grid(kernel, reduce, blocks));
+  // Every pass of several launches early (dependent_launch.cuh).
+  const bool early = later_pass || values_left > 1;
   auto launch = [&](auto kernel) {
-    launch_pass(kernel, grid, kColumnThreads, stream.stream(), after_previous_pass, args, op);
+    launch_pass(kernel, grid, kColumnThreads, stream.stream(), early, args, op);
   };
   switch (kernel) {
     case ColumnKernel::Short:
@@ -200,13 +202,13 @@ void launch_columns(const scalar_t* data, const ReduceLayout& layout, out_t* out
                     const c10::cuda::CUDAStream& stream) {
   at::Tensor partials = launch_column_pass<scalar_t, acc_t, out_t>(
       data, layout.batch, layout.reduce, layout.inner, layout.batch_stride, layout.reduce_stride, out, op, stream,
-      /*after_previous_pass=*/false);
+      /*later_pass=*/false);
   // Later passes reduce [values, outputs] partials, contiguous.
   const int64_t outputs = layout.batch * layout.inner;
   while (partials.defined()) {
     const int64_t rows = partials.numel() / outputs;
     partials = launch_column_pass<acc_t, acc_t, out_t>(partials.data_ptr<acc_t>(), 1, rows, outputs, 0, outputs, out,
-                                                       op, stream, /*after_previous_pass=*/true);
+                                                       op, stream, /*later_pass=*/true);
   }
 }
 
