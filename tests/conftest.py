@@ -258,7 +258,10 @@ def require_cuda_memory(nbytes):
 
 @pytest.fixture
 def need_cuda_memory():
-    return require_cuda_memory
+    yield require_cuda_memory
+    # Hand the test's gigabytes back to the driver: test processes (pytest-xdist workers) share the
+    # GPU, and the caching allocator would otherwise keep them from the others.
+    torch.cuda.empty_cache()
 
 
 def poison_allocator(device, nbytes):
