@@ -96,10 +96,21 @@ struct Group {
 
 std::optional<ReduceLayout> plan_layout(const at::Tensor& input,
                                         const std::vector<bool>& reduced) {
+  const bool full = std::all_of(reduced.begin(), reduced.end(), [](bool r) { return r; });
+  // A full reduction may take its elements in any order: it visits the dims
+  // from the largest stride down, so that a transposed or permuted tensor
+  // whose elements are one dense block is read in memory order, in place.
+  // (Dim reductions keep the dims' order: it decides the output's.)
+  std::vector<int64_t> order(input.dim());
+  for (int64_t d = 0; d < input.dim(); ++d) order[d] = d;
+  if (full) {
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t a, int64_t b) { return input.stride(a) > input.stride(b); });
+  }
   // Merge adjacent dims of the same kind whose memory is contiguous with
   // respect to each other, dropping sizes of 1.
   std::vector<Group> groups;
-  for (int64_t d = 0; d < input.dim(); ++d) {
+  for (const int64_t d : order) {
     const int64_t size = input.size(d), stride = input.stride(d);
     if (size == 1) continue;
     if (!groups.empty() && groups.back().reduced == reduced[d] &&
@@ -110,7 +121,6 @@ std::optional<ReduceLayout> plan_layout(const at::Tensor& input,
       groups.push_back({size, stride, reduced[d]});
     }
   }
-  const bool full = std::all_of(reduced.begin(), reduced.end(), [](bool r) { return r; });
   std::vector<Group> kept, red;
   for (const auto& g : groups) (g.reduced ? red : kept).push_back(g);
   if (red.size() > 1 || kept.size() > 2) return std::nullopt;

@@ -211,6 +211,33 @@ def test_layouts(device, dtype, layout, dim, make_input, check):
     check(torch_reduce.sum(x, dim, keepdim=True), x, dim=dim, keepdim=True)
 
 
+# Full reductions of tensors whose elements form one dense block in some other dim order.
+DENSE_PERMUTATIONS = {
+    "transposed": lambda t: t.transpose(0, 2),
+    "permuted": lambda t: t.permute(1, 2, 0),
+    "channels_last": lambda t: t.unsqueeze(0).contiguous(memory_format=torch.channels_last),
+}
+
+
+@pytest.mark.requires_cuda
+@pytest.mark.parametrize("op", ["sum", "mean", "amax"])
+@pytest.mark.parametrize("view", list(DENSE_PERMUTATIONS), ids=_id)
+def test_full_reductions_of_permuted_dense_tensors_read_in_place(cuda_device, op, view, make_input, check):
+    """A full reduction of a transposed or permuted tensor whose elements are one dense block
+    reads them in place, in memory order: it allocates no copy of the input (its peak allocation
+    stays under half the input's bytes), and its result is the float64 reference's."""
+    x = DENSE_PERMUTATIONS[view](make_input((64, 513, 130), torch.float32, cuda_device))
+    assert not x.is_contiguous()
+    nbytes = x.numel() * x.element_size()
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    out = getattr(torch_reduce, op)(x)
+    torch.cuda.synchronize()
+    assert torch.cuda.max_memory_allocated() - before < nbytes // 2
+    check(out, x, op=op)
+
+
 @pytest.mark.parametrize("offset", range(1, 9))
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int8, torch.bool], ids=_id)
 def test_every_misalignment(device, dtype, offset, make_input, check):
