@@ -2,8 +2,8 @@
 
     python benchmarks/summarize.py [--kind h100]
 
-Reads results/{sum,ladder,dims}_<kind>.json (written by bench_sum.py,
-bench_ladder.py and bench_dims.py) and results/full_combine_<kind>.txt
+Reads results/{sum,ladder,dims,sweep}_<kind>.json (written by bench_sum.py,
+bench_ladder.py, bench_dims.py and bench_sweep.py) and results/full_combine_<kind>.txt
 (written by probes/full_combine.cu), and prints the tables that the README
 quotes, so that every figure there comes from a committed file.
 """
@@ -113,6 +113,32 @@ COMBINE_MODES = {0: "no combine (floor)", 1: "ticket, acq_rel", 2: "ticket, fenc
                  4: "flags, last block polls", 5: "one cluster, DSMEM", 6: "clusters + flags"}
 
 
+def sweep_groups(cases):
+    """(layout and reduction, cases, slower than torch, worst and median speedup) per group of
+    bench_sweep.py's cases; speedup = torch's time / ours."""
+    groups = []
+    for layout in ("contiguous", "transposed", "sliced"):
+        for full in (True, False):
+            speedups = sorted(c["speedup_vs_torch"] for c in cases if c["layout"] == layout and c["speedup_vs_torch"]
+                              and (c["dims"] is None or len(c["dims"]) == len(c["shape"])) == full)
+            if speedups:
+                groups.append((f"{layout}, {'all dims' if full else 'some dims'}", len(speedups),
+                               sum(s < 1 for s in speedups), speedups[0], speedups[len(speedups) // 2]))
+    return groups
+
+
+def sweep_table(data):
+    cases = data["results"]
+    timed = [c for c in cases if c["speedup_vs_torch"]]
+    print(f"{len(cases)} random cases (seed {data['metadata']['seed']}), {sum(c['check'] != 'ok' for c in cases)} failed "
+          f"their check, {sum(c['speedup_vs_torch'] < 1 for c in timed)} slower than torch. Speedup = torch's time / ours")
+    print()
+    print("| layout, reduction | cases | slower than torch | worst speedup | median speedup |")
+    print("|---|---|---|---|---|")
+    for name, count, slower, worst, median in sweep_groups(cases):
+        print(f"| {name} | {count} | {slower} | {worst:.2f} | {median:.2f} |")
+
+
 def combine_table(kind):
     """probes/full_combine.cu: per size, the best time of each way to end the launch (us)."""
     path = RESULTS / f"full_combine_{kind}.txt"
@@ -140,7 +166,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kind", default="h100", help="device kind in the file names")
     kind = parser.parse_args().kind
-    for name, table in (("sum", sum_tables), ("ladder", ladder_tables), ("dims", dims_sum_table), ("dims", dims_tables)):
+    for name, table in (("sum", sum_tables), ("ladder", ladder_tables), ("dims", dims_sum_table), ("dims", dims_tables),
+                        ("sweep", sweep_table)):
         data = load(name, kind)
         if data is None:
             continue

@@ -45,6 +45,7 @@ for step in "${steps[@]}"; do
       run bench_sum python3 benchmarks/bench_sum.py
       run bench_ladder python3 benchmarks/bench_ladder.py
       run bench_dims python3 benchmarks/bench_dims.py
+      run bench_sweep python3 benchmarks/bench_sweep.py
       cp benchmarks/results/*_h100.* benchmarks/results/*_h200.* "$OUT/" 2>/dev/null ;;
     *) echo "unknown step $step"; status=1 ;;
   esac
