@@ -92,23 +92,11 @@ struct Group {
   bool reduced;
 };
 
-}  // namespace
-
-std::optional<ReduceLayout> plan_layout(const at::Tensor& input,
-                                        const std::vector<bool>& reduced) {
-  const bool full = std::all_of(reduced.begin(), reduced.end(), [](bool r) { return r; });
-  // A full reduction may take its elements in any order: it visits the dims
-  // from the largest stride down, so that a transposed or permuted tensor
-  // whose elements are one dense block is read in memory order, in place.
-  // (Dim reductions keep the dims' order: it decides the output's.)
-  std::vector<int64_t> order(input.dim());
-  for (int64_t d = 0; d < input.dim(); ++d) order[d] = d;
-  if (full) {
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int64_t a, int64_t b) { return input.stride(a) > input.stride(b); });
-  }
-  // Merge adjacent dims of the same kind whose memory is contiguous with
-  // respect to each other, dropping sizes of 1.
+// Merges the dims, visited in `order`, into runs (adjacent dims of the same
+// kind whose memory is contiguous with respect to each other, sizes of 1
+// dropped) and matches the runs against the two layouts.
+std::optional<ReduceLayout> match_layout(const at::Tensor& input, const std::vector<bool>& reduced,
+                                         const std::vector<int64_t>& order) {
   std::vector<Group> groups;
   for (const int64_t d : order) {
     const int64_t size = input.size(d), stride = input.stride(d);
@@ -121,6 +109,7 @@ std::optional<ReduceLayout> plan_layout(const at::Tensor& input,
       groups.push_back({size, stride, reduced[d]});
     }
   }
+  const bool full = std::all_of(reduced.begin(), reduced.end(), [](bool r) { return r; });
   std::vector<Group> kept, red;
   for (const auto& g : groups) (g.reduced ? red : kept).push_back(g);
   if (red.size() > 1 || kept.size() > 2) return std::nullopt;
@@ -145,6 +134,35 @@ std::optional<ReduceLayout> plan_layout(const at::Tensor& input,
     return ReduceLayout{ReduceLayout::Outer, 1, r.size, 1, 0, r.stride, full};
   }
   return std::nullopt;
+}
+
+// The dims from the largest stride down (ties in dim order): memory order.
+std::vector<int64_t> dims_by_stride(const at::Tensor& input) {
+  std::vector<int64_t> order(input.dim());
+  for (int64_t d = 0; d < input.dim(); ++d) order[d] = d;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return input.stride(a) > input.stride(b); });
+  return order;
+}
+
+}  // namespace
+
+std::optional<ReduceLayout> plan_layout(const at::Tensor& input,
+                                        const std::vector<bool>& reduced) {
+  std::vector<int64_t> order(input.dim());
+  for (int64_t d = 0; d < input.dim(); ++d) order[d] = d;
+  if (auto layout = match_layout(input, reduced, order)) return layout;
+  // The reduced elements of an output may be taken in any order, but the kept
+  // dims' order is the output's. So where the dims in memory order keep the
+  // kept dims in theirs, they are tried too: a transposed or permuted tensor
+  // whose reduced dims (or all dims) form one dense block is then read in
+  // place, in memory order.
+  order = dims_by_stride(input);
+  std::vector<int64_t> kept_in_memory_order;
+  for (const int64_t d : order)
+    if (!reduced[d] && input.size(d) != 1) kept_in_memory_order.push_back(d);
+  if (!std::is_sorted(kept_in_memory_order.begin(), kept_in_memory_order.end())) return std::nullopt;
+  return match_layout(input, reduced, order);
 }
 
 at::Tensor reduce_front_end(ReduceKind kind, const char* name,
@@ -220,10 +238,11 @@ at::Tensor reduce_front_end(ReduceKind kind, const char* name,
     // Layouts the kernels do not read directly (several separate reduced
     // blocks of dims, a strided innermost dim, ...) are copied once so that
     // the kept dims come first and the reduced dims are contiguous.
+    // The reduced dims go in memory order, so that the copy reads along it.
     std::vector<int64_t> order;
     for (int64_t d = 0; d < ndim; ++d)
       if (!reduced[d]) order.push_back(d);
-    for (int64_t d = 0; d < ndim; ++d)
+    for (const int64_t d : dims_by_stride(input))
       if (reduced[d]) order.push_back(d);
     input = input.permute(order).contiguous();
     std::vector<bool> permuted_reduced(ndim);

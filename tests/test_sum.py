@@ -238,6 +238,25 @@ def test_full_reductions_of_permuted_dense_tensors_read_in_place(cuda_device, op
     check(out, x, op=op)
 
 
+@pytest.mark.requires_cuda
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=_id)
+def test_permuted_dims_that_form_one_block_read_in_place(cuda_device, dtype, make_input, check, bitwise_equal):
+    """A dim reduction of a permuted tensor whose reduced dims, taken in memory order, form one
+    dense block and whose kept dims keep their order there, reads it in place (no copy: the peak
+    allocation stays under half the input's bytes), gives the float64 reference's result, and
+    stays batch invariant (a slice of the kept dim gives the same bits)."""
+    x = make_input((40, 50, 4, 30), dtype, cuda_device).transpose(0, -1)  # strides (1, 160, 40, 8000)
+    nbytes = x.numel() * x.element_size()
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    out = torch_reduce.sum(x, (1, 2, 3))
+    torch.cuda.synchronize()
+    assert torch.cuda.max_memory_allocated() - before < nbytes // 2
+    check(out, x, dim=(1, 2, 3))
+    bitwise_equal(torch_reduce.sum(x[:7], (1, 2, 3)), out[:7], "first 7 outputs")
+
+
 @pytest.mark.parametrize("offset", range(1, 9))
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int8, torch.bool], ids=_id)
 def test_every_misalignment(device, dtype, offset, make_input, check):
