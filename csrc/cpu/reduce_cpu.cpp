@@ -181,8 +181,16 @@ acc_t fold_run(const scalar_t* __restrict x, int64_t n, const Op& op) {
   int64_t i = 0;
   for (; i + lanes <= n; i += lanes) {
     prefetch(reinterpret_cast<const char*>(x + i) + kPrefetchBytes);
-    for (int j = 0; j < lanes; ++j) {
-      lane[j] = op.combine(lane[j], widen<acc_t>(x[i + j]));
+    if constexpr (std::is_same_v<scalar_t, at::Half>) {
+      // Half widened first, folded after: in one loop gcc 12 vectorised
+      // neither the conversion nor amax/amin's select (float16 amax of 69446
+      // elements, AVX2: 157 us, scalar, against 8.4 for float32). The other
+      // types keep one loop: split, float32 amax took 37 us, int32 66.
+      acc_t wide[lanes];
+      for (int j = 0; j < lanes; ++j) wide[j] = widen<acc_t>(x[i + j]);
+      for (int j = 0; j < lanes; ++j) lane[j] = op.combine(lane[j], wide[j]);
+    } else {
+      for (int j = 0; j < lanes; ++j) lane[j] = op.combine(lane[j], widen<acc_t>(x[i + j]));
     }
   }
   combine_halves<lanes / 2>(lane, op);
