@@ -3,6 +3,7 @@
 #include <ATen/WrapDimUtilsMulti.h>
 
 #include <algorithm>
+#include <numeric>
 
 namespace torch_reduce {
 namespace {
@@ -136,10 +137,15 @@ std::optional<ReduceLayout> match_layout(const at::Tensor& input, const std::vec
   return std::nullopt;
 }
 
+std::vector<int64_t> dims_in_order(const at::Tensor& input) {
+  std::vector<int64_t> order(input.dim());
+  std::iota(order.begin(), order.end(), 0);
+  return order;
+}
+
 // The dims from the largest stride down (ties in dim order): memory order.
 std::vector<int64_t> dims_by_stride(const at::Tensor& input) {
-  std::vector<int64_t> order(input.dim());
-  for (int64_t d = 0; d < input.dim(); ++d) order[d] = d;
+  std::vector<int64_t> order = dims_in_order(input);
   std::stable_sort(order.begin(), order.end(),
                    [&](int64_t a, int64_t b) { return input.stride(a) > input.stride(b); });
   return order;
@@ -149,15 +155,13 @@ std::vector<int64_t> dims_by_stride(const at::Tensor& input) {
 
 std::optional<ReduceLayout> plan_layout(const at::Tensor& input,
                                         const std::vector<bool>& reduced) {
-  std::vector<int64_t> order(input.dim());
-  for (int64_t d = 0; d < input.dim(); ++d) order[d] = d;
-  if (auto layout = match_layout(input, reduced, order)) return layout;
+  if (auto layout = match_layout(input, reduced, dims_in_order(input))) return layout;
   // The reduced elements of an output may be taken in any order, but the kept
   // dims' order is the output's. So where the dims in memory order keep the
   // kept dims in theirs, they are tried too: a transposed or permuted tensor
   // whose reduced dims (or all dims) form one dense block is then read in
   // place, in memory order.
-  order = dims_by_stride(input);
+  const std::vector<int64_t> order = dims_by_stride(input);
   std::vector<int64_t> kept_in_memory_order;
   for (const int64_t d : order)
     if (!reduced[d] && input.size(d) != 1) kept_in_memory_order.push_back(d);

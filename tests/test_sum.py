@@ -211,6 +211,18 @@ def test_layouts(device, dtype, layout, dim, make_input, check):
     check(torch_reduce.sum(x, dim, keepdim=True), x, dim=dim, keepdim=True)
 
 
+def read_in_place(reduce, x):
+    """reduce()'s result, asserting that it allocated no copy of x: its peak allocation stays
+    under half of x's bytes."""
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    out = reduce()
+    torch.cuda.synchronize()
+    assert torch.cuda.max_memory_allocated() - before < x.numel() * x.element_size() // 2
+    return out
+
+
 # Full reductions of tensors whose elements form one dense block in some other dim order.
 DENSE_PERMUTATIONS = {
     "transposed": lambda t: t.transpose(0, 2),
@@ -228,13 +240,7 @@ def test_full_reductions_of_permuted_dense_tensors_read_in_place(cuda_device, op
     stays under half the input's bytes), and its result is the float64 reference's."""
     x = DENSE_PERMUTATIONS[view](make_input((64, 513, 130), torch.float32, cuda_device))
     assert not x.is_contiguous()
-    nbytes = x.numel() * x.element_size()
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
-    before = torch.cuda.memory_allocated()
-    out = getattr(torch_reduce, op)(x)
-    torch.cuda.synchronize()
-    assert torch.cuda.max_memory_allocated() - before < nbytes // 2
+    out = read_in_place(lambda: getattr(torch_reduce, op)(x), x)
     check(out, x, op=op)
 
 
@@ -246,13 +252,7 @@ def test_permuted_dims_that_form_one_block_read_in_place(cuda_device, dtype, mak
     allocation stays under half the input's bytes), gives the float64 reference's result, and
     stays batch invariant (a slice of the kept dim gives the same bits)."""
     x = make_input((40, 50, 4, 30), dtype, cuda_device).transpose(0, -1)  # strides (1, 160, 40, 8000)
-    nbytes = x.numel() * x.element_size()
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
-    before = torch.cuda.memory_allocated()
-    out = torch_reduce.sum(x, (1, 2, 3))
-    torch.cuda.synchronize()
-    assert torch.cuda.max_memory_allocated() - before < nbytes // 2
+    out = read_in_place(lambda: torch_reduce.sum(x, (1, 2, 3)), x)
     check(out, x, dim=(1, 2, 3))
     bitwise_equal(torch_reduce.sum(x[:7], (1, 2, 3)), out[:7], "first 7 outputs")
 
