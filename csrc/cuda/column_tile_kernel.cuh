@@ -20,7 +20,8 @@ namespace cuda {
 //    team's eight slots.
 //  - Two levels, a block a tile (column_wide_kernel): see tile_wide.
 //  - One level (column_chunk_kernel): each lane group reads chunks on its
-//    own and writes their values out, for the next pass to fold.
+//    own and writes their values out, for the next pass to fold (or, for
+//    columns of one chunk, the output).
 // In a team, the loads of a lane group's next chunk are issued before the
 // current chunk's shuffles, so that the lanes keep streaming.
 template <int kItems, typename acc_t, typename Op>
@@ -297,7 +298,7 @@ __device__ __forceinline__ void tile_one_level(const ColumnArgs<in_t, acc_t, out
     acc_t acc[kItems];
     fold_chunk(args, ref, s, op, acc);
     if (s == 0 && ref.valid && ref.item < args.items)
-      store_item(args, /*last_pass=*/false, ref.chunk, ref.b * args.columns + ref.item * kItems, acc, op);
+      store_item(args, chunks == 1, ref.chunk, ref.b * args.columns + ref.item * kItems, acc, op);
   }
 }
 
