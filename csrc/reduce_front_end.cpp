@@ -91,13 +91,14 @@ struct Group {
   int64_t size;
   int64_t stride;
   bool reduced;
+  std::vector<int64_t> dims;
 };
 
-// Merges the dims, visited in `order`, into runs (adjacent dims of the same
+// Merges the dims, visited in `order`, into runs: adjacent dims of the same
 // kind whose memory is contiguous with respect to each other, sizes of 1
-// dropped) and matches the runs against the two layouts.
-std::optional<ReduceLayout> match_layout(const at::Tensor& input, const std::vector<bool>& reduced,
-                                         const std::vector<int64_t>& order) {
+// dropped.
+std::vector<Group> merge_runs(const at::Tensor& input, const std::vector<bool>& reduced,
+                              const std::vector<int64_t>& order) {
   std::vector<Group> groups;
   for (const int64_t d : order) {
     const int64_t size = input.size(d), stride = input.stride(d);
@@ -106,18 +107,33 @@ std::optional<ReduceLayout> match_layout(const at::Tensor& input, const std::vec
         groups.back().stride == stride * size) {
       groups.back().size *= size;
       groups.back().stride = stride;
+      groups.back().dims.push_back(d);
     } else {
-      groups.push_back({size, stride, reduced[d]});
+      groups.push_back({size, stride, reduced[d], {d}});
     }
   }
+  return groups;
+}
+
+// Matches the runs of the dims visited in `order` against the two layouts.
+std::optional<ReduceLayout> match_layout(const at::Tensor& input, const std::vector<bool>& reduced,
+                                         const std::vector<int64_t>& order) {
+  const std::vector<Group> groups = merge_runs(input, reduced, order);
   const bool full = std::all_of(reduced.begin(), reduced.end(), [](bool r) { return r; });
   std::vector<Group> kept, red;
   for (const auto& g : groups) (g.reduced ? red : kept).push_back(g);
   if (red.size() > 1 || kept.size() > 2) return std::nullopt;
   const Group r = red.empty() ? Group{1, 1, true} : red[0];
-  // Every kept dim has size 1 but the innermost dim is one of them: a single
-  // column, which must be summed in the order of every other column.
-  const bool single_column = kept.empty() && !reduced.empty() && !reduced.back();
+  // Every kept dim has size 1, but one of them comes after the reduced dims
+  // (those larger than 1): a single column, which must be summed in the order
+  // of every other column -- of the same tensor with that dim larger, or of
+  // the whole of which it is a slice (the last stage of a staged reduction).
+  int64_t last_reduced = -1;
+  for (int64_t d = 0; d < input.dim(); ++d)
+    if (reduced[d] && input.size(d) > 1) last_reduced = d;
+  bool kept_after = false;
+  for (int64_t d = last_reduced + 1; d < input.dim(); ++d) kept_after = kept_after || !reduced[d];
+  const bool single_column = kept.empty() && last_reduced >= 0 && kept_after;
 
   // Inner: the reduced elements of each output are contiguous.
   if (r.stride == 1 && kept.size() <= 1 && !single_column) {
@@ -151,6 +167,15 @@ std::vector<int64_t> dims_by_stride(const at::Tensor& input) {
   return order;
 }
 
+// The dims of `input`, every one kept (size 1 where reduced): the shape of
+// what reduce_dims returns.
+std::vector<int64_t> keepdim_shape(const at::Tensor& input, const std::vector<bool>& reduced) {
+  std::vector<int64_t> shape(input.sizes().begin(), input.sizes().end());
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (reduced[d]) shape[d] = 1;
+  return shape;
+}
+
 }  // namespace
 
 std::optional<ReduceLayout> plan_layout(const at::Tensor& input,
@@ -168,6 +193,137 @@ std::optional<ReduceLayout> plan_layout(const at::Tensor& input,
   if (!std::is_sorted(kept_in_memory_order.begin(), kept_in_memory_order.end())) return std::nullopt;
   return match_layout(input, reduced, order);
 }
+
+namespace {
+
+// Reduced dims that form several runs (dims (0, 2) of a 3-D tensor,
+// batch-norm statistics over (0, 2, 3), a full reduction of x[..., :-1])
+// fit neither layout. In a tensor whose dims are in memory order (a
+// contiguous tensor or a slice of one), they are reduced in stages rather
+// than copied: one run a stage, the largest first (the smallest partial
+// result), each into a contiguous tensor of the accumulator dtype. Each
+// output's order then depends on the runs' lengths alone, which slicing a
+// kept dim leaves as they are (batch invariance).
+//
+// Where each output has few values, the copy is cheaper than the stages'
+// kernels: on the H100 (bench_sweep.py on this code without these bounds,
+// not committed, against results/sweep_h100.json at 13702fc, which copied
+// every such input), stages lost for dim
+// reductions of fewer than 1024 values an output (bfloat16 mean over (1, 3)
+// of a (1314, 58, 6, 3) slice 8.8 -> 35.4 us, float64 amin over (0, 2) of
+// (101, 2202, 4) 8.3 -> 12.0) and gained from there (float64 amin over (0, 3)
+// of (40, 51, 33, 40) 27.1 -> 10.0, int32 amax over (0, 2) of (2992, 84, 36)
+// 47.6 -> 9.8), and lost for full reductions of up to some 2^20 elements
+// (bfloat16 sum of an (18, 193) slice 3.7 -> 6.1) but for a few gained from
+// there (float64 amax of a (10, 216, 4083) slice 79.4 -> 29.5).
+constexpr int64_t kMinStagedCount = 1024;
+constexpr int64_t kMinStagedFullCount = 1 << 20;
+constexpr int64_t kRowStageMinLength = 32;
+
+// Returns each stage's dims, or nullopt where there are fewer than two runs,
+// too few values an output, or the dims are not in memory order.
+std::optional<std::vector<std::vector<bool>>> plan_stages(const at::Tensor& input,
+                                                          const std::vector<bool>& reduced) {
+  int64_t count = 1;
+  for (int64_t d = 0; d < input.dim(); ++d)
+    if (reduced[d]) count *= input.size(d);
+  const bool full = std::all_of(reduced.begin(), reduced.end(), [](bool r) { return r; });
+  if (count < (full ? kMinStagedFullCount : kMinStagedCount)) return std::nullopt;
+  int64_t outer = -1;  // the last dim larger than 1 so far
+  for (int64_t d = 0; d < input.dim(); ++d) {
+    if (input.size(d) == 1) continue;
+    if (outer >= 0 && input.stride(outer) < input.stride(d) * input.size(d)) return std::nullopt;
+    outer = d;
+  }
+  std::vector<Group> runs = merge_runs(input, reduced, dims_in_order(input));
+  runs.erase(std::remove_if(runs.begin(), runs.end(), [](const Group& g) { return !g.reduced; }), runs.end());
+  if (runs.size() < 2) return std::nullopt;
+  // Largest first; of equal ones, the inner first (rows read faster than columns).
+  std::stable_sort(runs.begin(), runs.end(), [](const Group& a, const Group& b) {
+    return a.size != b.size ? a.size > b.size : a.dims.front() > b.dims.front();
+  });
+  // A full reduction, whose order is its own to choose, reads rows first
+  // where the innermost run makes rows of a warp's width or more: the
+  // largest run of a slice, taken first, would be columns whose rows are
+  // misaligned (H100, a sweep of this code without it, not committed:
+  // float32 sum of a (8192, 4097) slice without its last column 55.4 us,
+  // bfloat16 63.0 us, torch 62.7 and 63.1).
+  const Group inner = *std::max_element(runs.begin(), runs.end(), [](const Group& a, const Group& b) {
+    return a.dims.front() < b.dims.front();
+  });
+  if (full && inner.stride == 1 && inner.size >= kRowStageMinLength)
+    std::stable_partition(runs.begin(), runs.end(), [&](const Group& g) { return g.dims == inner.dims; });
+  std::vector<std::vector<bool>> stages;
+  for (const Group& run : runs) {
+    std::vector<bool> stage(reduced.size(), false);
+    for (const int64_t d : run.dims) stage[d] = true;
+    stages.push_back(std::move(stage));
+  }
+  return stages;
+}
+
+// Reduces `input`, whose layout is `layout`, into a new contiguous tensor of
+// the dims of `input` (size 1 where reduced) and dtype `out_dtype`: element
+// b * inner + c is where the kernels write it.
+at::Tensor reduce_layout(ReduceKind kind, const at::Tensor& input, const std::vector<int64_t>& shape,
+                         const ReduceLayout& layout, at::ScalarType out_dtype, Algorithm algo, LayoutKernel kernel) {
+  at::Tensor out = at::empty(shape, input.options().dtype(out_dtype));
+  kernel(kind, input, layout, out, algo);
+  return out;
+}
+
+// Reduces `input` over `reduced` into a new contiguous tensor of the dims of
+// `input` (size 1 where reduced): of dtype `out_dtype` where one kernel does
+// it, else of `stage_dtype`, the accumulator dtype that stages pass between
+// them.
+at::Tensor reduce_dims(ReduceKind kind, const at::Tensor& input, const std::vector<bool>& reduced,
+                       at::ScalarType out_dtype, at::ScalarType stage_dtype, Algorithm algo, LayoutKernel kernel) {
+  const std::vector<int64_t> shape = keepdim_shape(input, reduced);
+  if (const auto layout = plan_layout(input, reduced))
+    return reduce_layout(kind, input, shape, *layout, out_dtype, algo, kernel);
+
+  const auto stages = algo == Algorithm::Default ? plan_stages(input, reduced) : std::nullopt;
+  if (stages) {
+    // A slice whose kept dims do not merge takes the same stages on a
+    // contiguous copy; the stages after the first read contiguous partials.
+    at::Tensor partial = plan_layout(input, stages->front()) ? input : input.contiguous();
+    for (const std::vector<bool>& stage : *stages) {
+      const auto layout = plan_layout(partial, stage);
+      TORCH_INTERNAL_ASSERT(layout.has_value());
+      partial = reduce_layout(kind, partial, keepdim_shape(partial, stage), *layout, stage_dtype, algo, kernel);
+    }
+    return partial;
+  }
+
+  // Layouts the kernels do not read directly otherwise (a strided innermost
+  // dim, kept dims out of memory order, ...) are copied once so that the kept
+  // dims come first and the reduced dims are contiguous. The reduced dims go
+  // in memory order, so that the copy reads along it. The kept dims keep
+  // their order, so the output is written as above.
+  const int64_t ndim = input.dim();
+  std::vector<int64_t> order;
+  for (int64_t d = 0; d < ndim; ++d)
+    if (!reduced[d]) order.push_back(d);
+  for (const int64_t d : dims_by_stride(input))
+    if (reduced[d]) order.push_back(d);
+  const at::Tensor copy = input.permute(order).contiguous();
+  std::vector<bool> copy_reduced(ndim);
+  for (int64_t d = 0; d < ndim; ++d) copy_reduced[d] = reduced[order[d]];
+  const auto layout = plan_layout(copy, copy_reduced);
+  TORCH_INTERNAL_ASSERT(layout.has_value() && layout->kind == ReduceLayout::Inner);
+  return reduce_layout(kind, copy, shape, *layout, out_dtype, algo, kernel);
+}
+
+// The dtype that stages pass between them: what the kernels accumulate in
+// (float for half and bfloat16 sums and means, int64 for integer sums); amax
+// and amin are exact in their own dtype.
+at::ScalarType stage_dtype(ReduceKind kind, const DtypePlan& dtypes) {
+  if (kind == ReduceKind::Max || kind == ReduceKind::Min) return dtypes.kernel;
+  const bool reduced_precision = dtypes.input == at::kHalf || dtypes.input == at::kBFloat16;
+  return reduced_precision ? at::kFloat : dtypes.kernel;
+}
+
+}  // namespace
 
 at::Tensor reduce_front_end(ReduceKind kind, const char* name,
                             const at::Tensor& self, at::OptionalIntArrayRef dim,
@@ -236,31 +392,10 @@ at::Tensor reduce_front_end(ReduceKind kind, const char* name,
     }
   }
 
-  at::Tensor input = self.scalar_type() == dtypes.input ? self : self.to(dtypes.input);
-  auto layout = plan_layout(input, reduced);
-  if (!layout) {
-    // Layouts the kernels do not read directly (several separate reduced
-    // blocks of dims, a strided innermost dim, ...) are copied once so that
-    // the kept dims come first and the reduced dims are contiguous.
-    // The reduced dims go in memory order, so that the copy reads along it.
-    std::vector<int64_t> order;
-    for (int64_t d = 0; d < ndim; ++d)
-      if (!reduced[d]) order.push_back(d);
-    for (const int64_t d : dims_by_stride(input))
-      if (reduced[d]) order.push_back(d);
-    input = input.permute(order).contiguous();
-    std::vector<bool> permuted_reduced(ndim);
-    for (int64_t d = 0; d < ndim; ++d) permuted_reduced[d] = reduced[order[d]];
-    reduced = permuted_reduced;
-    layout = plan_layout(input, reduced);
-    TORCH_INTERNAL_ASSERT(layout.has_value() && layout->kind == ReduceLayout::Inner);
-  }
-
-  // Contiguous in the output's shape: element b * inner + c is where the
-  // kernels write it.
-  at::Tensor out = at::empty(out_shape, self.options().dtype(dtypes.kernel));
-  kernel(kind, input, *layout, out, algo);
-  return dtypes.kernel == dtypes.result ? out : out.to(dtypes.result);
+  const at::Tensor input = self.scalar_type() == dtypes.input ? self : self.to(dtypes.input);
+  const at::Tensor out =
+      reduce_dims(kind, input, reduced, dtypes.kernel, stage_dtype(kind, dtypes), algo, kernel).view(out_shape);
+  return out.scalar_type() == dtypes.result ? out : out.to(dtypes.result);
 }
 
 }  // namespace torch_reduce

@@ -257,6 +257,66 @@ def test_permuted_dims_that_form_one_block_read_in_place(cuda_device, dtype, mak
     bitwise_equal(torch_reduce.sum(x[:7], (1, 2, 3)), out[:7], "first 7 outputs")
 
 
+# Reduced dims that form several runs in memory, reduced in stages (largest run first) where each
+# output has 1024 values or more (2^20 for a full reduction): (view of a fresh input, its shape,
+# dims). Two runs either way round, batch-norm statistics over (0, 2, 3), full reductions and dim
+# reductions of slices, three runs.
+STAGED_CASES = {
+    "outer first": (lambda x: x, (40, 30, 30, 50), (0, 2)),
+    "inner first": (lambda x: x, (4, 50, 6, 300), (1, 3)),
+    "batch norm": (lambda x: x, (16, 24, 14, 14), (0, 2, 3)),
+    "sliced full": (lambda x: x[:, :-1], (1100, 1001), None),
+    "sliced rows": (lambda x: x[:, :, :-3], (20, 30, 103), (0, 2)),
+    "three runs": (lambda x: x, (6, 5, 7, 9, 30), (0, 2, 4)),
+}
+STAGED_OPS = [("sum", torch.float32), ("sum", torch.bfloat16), ("sum", torch.int32), ("mean", torch.float16),
+              ("mean", torch.float64), ("amax", torch.bfloat16), ("amin", torch.float32)]
+
+
+@pytest.mark.parametrize("op,dtype", STAGED_OPS, ids=_id)
+@pytest.mark.parametrize("case", list(STAGED_CASES), ids=_id)
+def test_reduced_dims_in_several_runs(device, case, op, dtype, make_input, check):
+    """Reduced dims that form several runs in memory give torch's result (dtype, shape, and the
+    float64 reference's value), with and without keepdim."""
+    view, shape, dims = STAGED_CASES[case]
+    x = view(make_input(shape, dtype, device))
+    reduce = getattr(torch_reduce, op)
+    for keepdim in (False, True):
+        out = reduce(x, keepdim=keepdim) if dims is None else reduce(x, dims, keepdim=keepdim)
+        check(out, x, op=op, dim=dims, keepdim=keepdim)
+
+
+@pytest.mark.requires_cuda
+@pytest.mark.parametrize("case", list(STAGED_CASES), ids=_id)
+def test_reduced_dims_in_several_runs_read_in_place(cuda_device, case, make_input):
+    """... and read the input in place, in stages: no copy of it is allocated (the peak allocation
+    stays under half the input's bytes)."""
+    view, shape, dims = STAGED_CASES[case]
+    x = view(make_input(shape, torch.bfloat16, cuda_device))
+    read_in_place(lambda: torch_reduce.sum(x) if dims is None else torch_reduce.sum(x, dims), x)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=_id)
+@pytest.mark.parametrize("op", ["sum", "mean", "amax"])
+def test_reduced_dims_in_several_runs_are_batch_invariant(device, op, dtype, make_input, bitwise_equal):
+    """A slice of a kept dim gives the same bits as the same outputs of the whole: channels of
+    batch-norm statistics over (0, 2, 3) and rows of dims (0, 2) of a 3-D tensor (slices that
+    take their stages on a copy), and the first of dims (1, 3) of a 4-D tensor (read in place)."""
+    reduce = getattr(torch_reduce, op)
+    z = make_input((12, 9, 10, 120), dtype, device)
+    full = reduce(z, (1, 3))
+    for k in (1, 5, 11):
+        bitwise_equal(reduce(z[:k], (1, 3)), full[:k], f"first {k}")
+    x = make_input((8, 37, 15, 15), dtype, device)
+    full = reduce(x, (0, 2, 3))
+    for k in (1, 5, 36):
+        bitwise_equal(reduce(x[:, :k], (0, 2, 3)), full[:k], f"first {k} channels")
+    y = make_input((33, 70, 129), dtype, device)
+    full = reduce(y, (0, 2))
+    for k in (1, 2, 69):
+        bitwise_equal(reduce(y[:, :k], (0, 2)), full[:k], f"first {k} rows")
+
+
 @pytest.mark.parametrize("offset", range(1, 9))
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int8, torch.bool], ids=_id)
 def test_every_misalignment(device, dtype, offset, make_input, check):
