@@ -76,6 +76,18 @@ inline int row_group_size(int64_t items) {
   return group;
 }
 
+// Rows of the several-rows kernel a lane reads per pass: as many as its
+// loads hold, unless that leaves fewer lanes than a block per SM, in which
+// case fewer (down to one), for more lanes. A row's order does not depend on
+// how many rows its lane reads, so this may depend on the batch. In the H100
+// sweep at b738faf (results/sweep_h100.json), a bfloat16 sum of 1376 rows of
+// 13, read 4 to a lane (two blocks), took 4.5 us, torch 2.1.
+inline int short_rows_per_pass(int64_t rows, int group, int items_per_lane) {
+  const int64_t most = row_reduce_rows_per_pass(items_per_lane);
+  const int64_t lanes_wanted = static_cast<int64_t>(sm_count()) * kRowThreads;
+  return static_cast<int>(std::clamp<int64_t>(rows * group / lanes_wanted, 1, most));
+}
+
 // column_block_kernel's blocks and column_tile_kernel's teams fold whole
 // tiles of 64 chunks (two levels in one pass); there must be tiles enough to
 // give each SM one.

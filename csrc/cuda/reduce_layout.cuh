@@ -72,8 +72,10 @@ void launch_rows(const scalar_t* data, const ReduceLayout& layout, out_t* out, c
   const int group = row_group_size(items);
   // Rows here are shorter than kSplitRowBytes, so this fits an int.
   const int items_per_lane = static_cast<int>(ceil_div(items, group));
-  RowArgs<scalar_t, out_t> args{data, layout.batch, layout.reduce, layout.batch_stride, group, items_per_lane, out};
-  const int rows_per_pass = row_reduce_rows_per_pass(items_per_lane);
+  const bool several_rows = row_reduce_rows_per_pass(items_per_lane) > 1;
+  const int rows_per_pass = several_rows ? short_rows_per_pass(layout.batch, group, items_per_lane) : 1;
+  RowArgs<scalar_t, out_t> args{data, layout.batch, layout.reduce, layout.batch_stride, group, items_per_lane,
+                                out, rows_per_pass};
   const int64_t threads_needed = ceil_div(layout.batch, rows_per_pass) * group;
   const auto blocks = static_cast<unsigned int>(grid_stride_blocks(threads_needed, kRowThreads));
   auto launch = [&](auto vectorized_loads, auto loads, auto several_rows, auto evict_first_loads) {
@@ -89,7 +91,7 @@ void launch_rows(const scalar_t* data, const ReduceLayout& layout, out_t* out, c
     launch(vectorized_loads, loads, std::false_type{}, std::false_type{});
   };
   auto launch_mode = [&](auto vectorized_loads) {
-    if (rows_per_pass > 1) {
+    if (several_rows) {
       launch(vectorized_loads, std::integral_constant<int, kShortRowSlots>{}, std::true_type{}, std::false_type{});
     } else if (items_per_lane > kRowSlots) {
       launch_one_row(vectorized_loads, std::integral_constant<int, 2 * kRowSlots>{});

@@ -27,7 +27,7 @@ constexpr int kRowSlots = 4;
 constexpr int kShortRowItems = 2;
 constexpr int kShortRowSlots = 8;
 
-// Rows a lane reads per pass.
+// The most rows a lane reads per pass (more than one: the several-rows kernel).
 __host__ __device__ inline int row_reduce_rows_per_pass(int items_per_lane) {
   return items_per_lane > kShortRowItems ? 1 : kShortRowSlots / items_per_lane;
 }
@@ -41,6 +41,7 @@ struct RowArgs {
   int group;           // lanes per row
   int items_per_lane;  // ceil(items / group); an item is a vector or an element
   out_t* out;
+  int rows_per_pass;   // rows a lane reads per pass: up to row_reduce_rows_per_pass(items_per_lane)
 };
 
 // Blocks per SM the kernels of 16-byte loads and 32-bit accumulators are
@@ -77,7 +78,12 @@ __global__ void __launch_bounds__(kRowThreads, (row_kernel_min_blocks<scalar_t, 
   const int group = args.group;
   const int lane = threadIdx.x % group;
   const int64_t items = (args.row_length + kWidth - 1) / kWidth;
-  const int rows_per_pass = row_reduce_rows_per_pass(args.items_per_lane);
+  // args.rows_per_pass, bounded here by what the items allow: read alone, it
+  // cost the float32 several-rows kernel 3 registers and an 8-byte spill,
+  // and as the constant 1 the one-row kernels 5 and a 4-byte spill (ptxas
+  // sm_90).
+  const int most_rows = row_reduce_rows_per_pass(args.items_per_lane);
+  const int rows_per_pass = kSeveralRows && args.rows_per_pass < most_rows ? args.rows_per_pass : most_rows;
   const int64_t groups_per_block = kRowThreads / group;
   const int64_t group_id = blockIdx.x * groups_per_block + threadIdx.x / group;
   const int64_t row_step = static_cast<int64_t>(gridDim.x) * groups_per_block * rows_per_pass;
