@@ -33,6 +33,12 @@ void check_dtype(const char* name, at::ScalarType t, const char* what) {
               "int16, int32, int64, bool)");
 }
 
+bool is_reduced_precision(at::ScalarType t) { return t == at::kHalf || t == at::kBFloat16; }
+
+bool all_reduced(const std::vector<bool>& reduced) {
+  return std::all_of(reduced.begin(), reduced.end(), [](bool r) { return r; });
+}
+
 // What the op returns, and what the kernel reads and writes to get there.
 struct DtypePlan {
   at::ScalarType input;   // the input is cast to this first (usually a no-op)
@@ -44,7 +50,7 @@ DtypePlan plan_dtypes(ReduceKind kind, const char* name, at::ScalarType self,
                       std::optional<at::ScalarType> requested) {
   check_dtype(name, self, "input");
   if (requested) check_dtype(name, *requested, "output");
-  const bool reduced_precision = self == at::kHalf || self == at::kBFloat16;
+  const bool reduced_precision = is_reduced_precision(self);
   switch (kind) {
     case ReduceKind::Max:
     case ReduceKind::Min:
@@ -119,7 +125,7 @@ std::vector<Group> merge_runs(const at::Tensor& input, const std::vector<bool>& 
 std::optional<ReduceLayout> match_layout(const at::Tensor& input, const std::vector<bool>& reduced,
                                          const std::vector<int64_t>& order) {
   const std::vector<Group> groups = merge_runs(input, reduced, order);
-  const bool full = std::all_of(reduced.begin(), reduced.end(), [](bool r) { return r; });
+  const bool full = all_reduced(reduced);
   std::vector<Group> kept, red;
   for (const auto& g : groups) (g.reduced ? red : kept).push_back(g);
   if (red.size() > 1 || kept.size() > 2) return std::nullopt;
@@ -227,7 +233,7 @@ std::optional<std::vector<std::vector<bool>>> plan_stages(const at::Tensor& inpu
   int64_t count = 1;
   for (int64_t d = 0; d < input.dim(); ++d)
     if (reduced[d]) count *= input.size(d);
-  const bool full = std::all_of(reduced.begin(), reduced.end(), [](bool r) { return r; });
+  const bool full = all_reduced(reduced);
   if (count < (full ? kMinStagedFullCount : kMinStagedCount)) return std::nullopt;
   int64_t outer = -1;  // the last dim larger than 1 so far
   for (int64_t d = 0; d < input.dim(); ++d) {
@@ -238,6 +244,7 @@ std::optional<std::vector<std::vector<bool>>> plan_stages(const at::Tensor& inpu
   std::vector<Group> runs = merge_runs(input, reduced, dims_in_order(input));
   runs.erase(std::remove_if(runs.begin(), runs.end(), [](const Group& g) { return !g.reduced; }), runs.end());
   if (runs.size() < 2) return std::nullopt;
+  const Group inner = runs.back();  // runs come in dim order
   // Largest first; of equal ones, the inner first (rows read faster than columns).
   std::stable_sort(runs.begin(), runs.end(), [](const Group& a, const Group& b) {
     return a.size != b.size ? a.size > b.size : a.dims.front() > b.dims.front();
@@ -248,9 +255,6 @@ std::optional<std::vector<std::vector<bool>>> plan_stages(const at::Tensor& inpu
   // misaligned (H100, a sweep of this code without it, not committed:
   // float32 sum of a (8192, 4097) slice without its last column 55.4 us,
   // bfloat16 63.0 us, torch 62.7 and 63.1).
-  const Group inner = *std::max_element(runs.begin(), runs.end(), [](const Group& a, const Group& b) {
-    return a.dims.front() < b.dims.front();
-  });
   if (full && inner.stride == 1 && inner.size >= kRowStageMinLength)
     std::stable_partition(runs.begin(), runs.end(), [&](const Group& g) { return g.dims == inner.dims; });
   std::vector<std::vector<bool>> stages;
@@ -284,11 +288,16 @@ at::Tensor reduce_dims(ReduceKind kind, const at::Tensor& input, const std::vect
 
   const auto stages = algo == Algorithm::Default ? plan_stages(input, reduced) : std::nullopt;
   if (stages) {
-    // A slice whose kept dims do not merge takes the same stages on a
-    // contiguous copy; the stages after the first read contiguous partials.
-    at::Tensor partial = plan_layout(input, stages->front()) ? input : input.contiguous();
+    at::Tensor partial = input;
     for (const std::vector<bool>& stage : *stages) {
-      const auto layout = plan_layout(partial, stage);
+      auto layout = plan_layout(partial, stage);
+      if (!layout && partial.is_same(input)) {
+        // A slice whose kept dims do not merge takes the same stages on a
+        // contiguous copy; the stages after the first read contiguous
+        // partials, which always fit.
+        partial = partial.contiguous();
+        layout = plan_layout(partial, stage);
+      }
       TORCH_INTERNAL_ASSERT(layout.has_value());
       partial = reduce_layout(kind, partial, keepdim_shape(partial, stage), *layout, stage_dtype, algo, kernel);
     }
@@ -319,8 +328,7 @@ at::Tensor reduce_dims(ReduceKind kind, const at::Tensor& input, const std::vect
 // and amin are exact in their own dtype.
 at::ScalarType stage_dtype(ReduceKind kind, const DtypePlan& dtypes) {
   if (kind == ReduceKind::Max || kind == ReduceKind::Min) return dtypes.kernel;
-  const bool reduced_precision = dtypes.input == at::kHalf || dtypes.input == at::kBFloat16;
-  return reduced_precision ? at::kFloat : dtypes.kernel;
+  return is_reduced_precision(dtypes.input) ? at::kFloat : dtypes.kernel;
 }
 
 }  // namespace
@@ -356,7 +364,7 @@ at::Tensor reduce_front_end(ReduceKind kind, const char* name,
   // The algorithm: an explicit request must be honoured or refused; the
   // process-wide default only applies where the ladder runs.
   Algorithm algo = Algorithm::Default;
-  const bool full = all_dims || std::all_of(reduced.begin(), reduced.end(), [](bool r) { return r; });
+  const bool full = all_dims || all_reduced(reduced);
   if (algorithm) {
     algo = parse_algorithm(*algorithm);
     if (algo != Algorithm::Default) {
