@@ -134,6 +134,55 @@ __device__ __forceinline__ acc_t fold_elements(const T* x, int64_t count, const 
   return acc;
 }
 
+// A vector's worth of consecutive elements read one by one, of which the
+// first `count` (at least one) are the item's: a row's item that is not
+// 16-byte aligned. load_elements issues every load at once (each under its
+// predicate, at an offset from one address), and fold_elements folds the
+// item later, in index order, as for a vector. Folded in a loop that loads
+// as it goes, a lane waited for each load in turn: row_reduce_kernel took
+// 3.6 us for 30 rows of 11 bfloat16 and 11.8 us for 474 rows of 1505
+// float64 (H100).
+template <typename T>
+struct Elements {
+  T value[vector_width<T>()];
+  int count;
+};
+
+template <typename T>
+__device__ __forceinline__ Elements<T> load_elements(const T* p, int64_t count) {
+  constexpr int kWidth = vector_width<T>();
+  Elements<T> e;
+  e.count = count < kWidth ? static_cast<int>(count) : kWidth;
+#pragma unroll
+  for (int i = 0; i < kWidth; ++i) e.value[i] = i < e.count ? p[i] : T{};
+  return e;
+}
+
+template <typename acc_t, typename T, typename Op>
+__device__ __forceinline__ acc_t fold_elements(acc_t acc, const Elements<T>& e, const Op& op) {
+#pragma unroll
+  for (int i = 0; i < vector_width<T>(); ++i)
+    if (i < e.count) acc = op.combine(acc, static_cast<acc_t>(e.value[i]));
+  return acc;
+}
+
+// keep_loaded, element by element in registers of the element's width: as
+// 32-bit words, two 16-bit elements would be packed where they are loaded,
+// which waits for the loads (sm_90 SASS). One-byte elements are left alone.
+template <typename T>
+__device__ __forceinline__ void keep_loaded(Elements<T>& e) {
+#pragma unroll
+  for (int i = 0; i < vector_width<T>(); ++i) {
+    if constexpr (sizeof(T) == 2) {
+      asm volatile("" : "+h"(reinterpret_cast<uint16_t&>(e.value[i])));
+    } else if constexpr (sizeof(T) == 4) {
+      asm volatile("" : "+r"(reinterpret_cast<uint32_t&>(e.value[i])));
+    } else if constexpr (sizeof(T) == 8) {
+      asm volatile("" : "+l"(reinterpret_cast<uint64_t&>(e.value[i])));
+    }
+  }
+}
+
 // Elements before `p` reaches a 16-byte boundary, at most n.
 template <typename T>
 __device__ __forceinline__ int64_t misaligned_head(const T* p, int64_t n) {

@@ -91,22 +91,21 @@ __global__ void __launch_bounds__(kRowThreads, (row_kernel_min_blocks<scalar_t, 
   // since the butterfly needs all 32 lanes.
   const int64_t warp_first_group = blockIdx.x * groups_per_block + (threadIdx.x / kWarpSize) * (kWarpSize / group);
 
-  // An item's load: one 16-byte vector, or the item folded from its elements.
-  using Loaded = std::conditional_t<kVectorized, Vector<scalar_t>, acc_t>;
+  // An item's load: one 16-byte vector, or its elements one by one.
+  using Loaded = std::conditional_t<kVectorized, Vector<scalar_t>, Elements<scalar_t>>;
   auto load_item = [&](int64_t row, int64_t item) -> Loaded {
     const scalar_t* p = args.data + row * args.row_stride + item * kWidth;
     if constexpr (kVectorized) {
       return load_input<kEvictFirst>(p);
     } else {
-      const int64_t count = args.row_length - item * kWidth < kWidth ? args.row_length - item * kWidth : kWidth;
-      return fold_elements<acc_t>(p, count, op);
+      return load_elements(p, args.row_length - item * kWidth);
     }
   };
   auto fold_item = [&](const Loaded& loaded) -> acc_t {
     if constexpr (kVectorized) {
       return fold_vector(op.identity(), loaded, op);
     } else {
-      return loaded;
+      return fold_elements(op.identity(), loaded, op);
     }
   };
 
@@ -129,6 +128,9 @@ __global__ void __launch_bounds__(kRowThreads, (row_kernel_min_blocks<scalar_t, 
         for (int u = 0; u < kLoads; ++u) {
           const int64_t item = base + u * group + lane;
           loaded[u] = load_item(first, item < items ? item : 0);
+          // Elements read one by one were otherwise folded item by item,
+          // each waiting for its loads (sm_90 SASS).
+          if constexpr (!kVectorized) keep_loaded(loaded[u]);
         }
 #pragma unroll
         for (int u = 0; u < kLoads; ++u) {
@@ -153,35 +155,41 @@ __global__ void __launch_bounds__(kRowThreads, (row_kernel_min_blocks<scalar_t, 
       const int groups_per_warp = kWarpSize / group;
       const int64_t group_row = warp_first + (threadIdx.x % kWarpSize) / group;
       static_assert(kLoads == kShortRowSlots, "several rows load kShortRowSlots items");
-      Loaded loaded[kShortRowSlots];
-      bool valid[kShortRowSlots];
-      int r = 0, k = 0;  // counted along s without divisions
-#pragma unroll
-      for (int s = 0; s < kShortRowSlots; ++s) {
-        const int64_t row = group_row + static_cast<int64_t>(r) * groups_per_warp;
-        const int64_t item = k * group + lane;
-        valid[s] = r < rows_per_pass && row < args.rows && item < items;
-        loaded[s] = load_item(valid[s] ? row : 0, valid[s] ? item : 0);
-        keep_loaded(loaded[s]);
-        k = k + 1 == ipl ? 0 : k + 1;
-        r = k == 0 ? r + 1 : r;
-      }
-      // Fold each row's slots in order, then its group's butterfly. The
-      // conditions are uniform across the warp, as the butterfly needs.
+      // Slots loaded at once: all of them, but for items of 16 one-byte
+      // elements read one by one, half (at 128 registers, all of them spilled
+      // 284 bytes: ptxas sm_90).
+      constexpr int kBatch = kVectorized || sizeof(scalar_t) > 1 ? kShortRowSlots : kShortRowSlots / 2;
       acc_t row_acc = op.identity();
-      r = 0;
-      k = 0;
+      int r = 0, k = 0;            // the fold's round and item, counted along s without divisions
+      int load_r = 0, load_k = 0;  // the same for the loads, a batch ahead
 #pragma unroll
-      for (int s = 0; s < kShortRowSlots; ++s) {
-        const acc_t slot = valid[s] ? fold_item(loaded[s]) : op.identity();
-        row_acc = k == 0 ? slot : op.combine(row_acc, slot);
-        if (k == ipl - 1 && r < rows_per_pass) {
-          const acc_t total = group_reduce(row_acc, group, op);
-          const int64_t row = group_row + static_cast<int64_t>(r) * groups_per_warp;
-          if (lane == 0 && row < args.rows) args.out[row] = static_cast<out_t>(op.project(total));
+      for (int first_slot = 0; first_slot < kShortRowSlots; first_slot += kBatch) {
+        Loaded loaded[kBatch];
+        bool valid[kBatch];
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+          const int64_t row = group_row + static_cast<int64_t>(load_r) * groups_per_warp;
+          const int64_t item = load_k * group + lane;
+          valid[b] = load_r < rows_per_pass && row < args.rows && item < items;
+          loaded[b] = load_item(valid[b] ? row : 0, valid[b] ? item : 0);
+          keep_loaded(loaded[b]);
+          load_k = load_k + 1 == ipl ? 0 : load_k + 1;
+          load_r = load_k == 0 ? load_r + 1 : load_r;
         }
-        k = k + 1 == ipl ? 0 : k + 1;
-        r = k == 0 ? r + 1 : r;
+        // Fold each row's slots in order, then its group's butterfly. The
+        // conditions are uniform across the warp, as the butterfly needs.
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+          const acc_t slot = valid[b] ? fold_item(loaded[b]) : op.identity();
+          row_acc = k == 0 ? slot : op.combine(row_acc, slot);
+          if (k == ipl - 1 && r < rows_per_pass) {
+            const acc_t total = group_reduce(row_acc, group, op);
+            const int64_t row = group_row + static_cast<int64_t>(r) * groups_per_warp;
+            if (lane == 0 && row < args.rows) args.out[row] = static_cast<out_t>(op.project(total));
+          }
+          k = k + 1 == ipl ? 0 : k + 1;
+          r = k == 0 ? r + 1 : r;
+        }
       }
     }
   }
