@@ -130,19 +130,28 @@ std::optional<ReduceLayout> match_layout(const at::Tensor& input, const std::vec
   for (const auto& g : groups) (g.reduced ? red : kept).push_back(g);
   if (red.size() > 1 || kept.size() > 2) return std::nullopt;
   const Group r = red.empty() ? Group{1, 1, true} : red[0];
-  // Every kept dim has size 1, but one of them comes after the reduced dims
-  // (those larger than 1): a single column, which must be summed in the order
-  // of every other column -- of the same tensor with that dim larger, or of
-  // the whole of which it is a slice (the last stage of a staged reduction).
-  int64_t last_reduced = -1;
-  for (int64_t d = 0; d < input.dim(); ++d)
-    if (reduced[d] && input.size(d) > 1) last_reduced = d;
-  bool kept_after = false;
-  for (int64_t d = last_reduced + 1; d < input.dim(); ++d) kept_after = kept_after || !reduced[d];
-  const bool single_column = kept.empty() && last_reduced >= 0 && kept_after;
+  // Columns of width one: a kept dim of size 1 comes after the reduced run in `order`, and every
+  // larger kept dim before it. They must be summed in the order of the wider columns of which
+  // they are a slice: x[..., :1] of a reduction over a middle dim, or the last stage of a staged
+  // reduction of y[:, :1] (kept dims all of size 1, whose contiguous partial has degenerate
+  // strides). With a larger kept dim, the size-1 dim must have had stride 1 and the reduced run
+  // not (a slice of columns), so that a contiguous (n, l, 1) tensor stays rows.
+  int64_t last_reduced = -1;  // position in `order`
+  for (size_t i = 0; i < order.size(); ++i)
+    if (reduced[order[i]] && input.size(order[i]) > 1) last_reduced = static_cast<int64_t>(i);
+  bool kept_after = false, kept_after_unit_stride = false;
+  for (size_t i = last_reduced + 1; i < order.size(); ++i) {
+    if (reduced[order[i]]) continue;
+    kept_after = true;
+    kept_after_unit_stride = kept_after_unit_stride || input.stride(order[i]) == 1;
+  }
+  const bool kept_before_reduced = kept.empty() || (kept.size() == 1 && groups.back().reduced);
+  const bool column_of_one =
+      last_reduced >= 0 && kept_after && kept_before_reduced &&
+      (kept.empty() || (kept_after_unit_stride && r.stride > 1));
 
   // Inner: the reduced elements of each output are contiguous.
-  if (r.stride == 1 && kept.size() <= 1 && !single_column) {
+  if (r.stride == 1 && kept.size() <= 1 && !column_of_one) {
     const Group k = kept.empty() ? Group{1, 0, false} : kept[0];
     return ReduceLayout{ReduceLayout::Inner, k.size, r.size, 1, k.stride, 1, full};
   }
@@ -153,8 +162,9 @@ std::optional<ReduceLayout> match_layout(const at::Tensor& input, const std::vec
     return ReduceLayout{ReduceLayout::Outer, b.size, r.size, kept.back().size,
                         b.stride, r.stride, full};
   }
-  if (single_column) {
-    return ReduceLayout{ReduceLayout::Outer, 1, r.size, 1, 0, r.stride, full};
+  if (column_of_one) {
+    const Group b = kept.empty() ? Group{1, 0, false} : kept[0];
+    return ReduceLayout{ReduceLayout::Outer, b.size, r.size, 1, b.stride, r.stride, full};
   }
   return std::nullopt;
 }
@@ -276,51 +286,88 @@ at::Tensor reduce_layout(ReduceKind kind, const at::Tensor& input, const std::ve
   return out;
 }
 
-// Reduces `input` over `reduced` into a new contiguous tensor of the dims of
-// `input` (size 1 where reduced): of dtype `out_dtype` where one kernel does
-// it, else of `stage_dtype`, the accumulator dtype that stages pass between
-// them.
+// Reduces `input` over `reduced` where the kernels read it in place: in one
+// layout, into a new contiguous tensor of the dims of `input` (size 1 where
+// reduced) and dtype `out_dtype`, or in stages, into one of `stage_dtype`,
+// the accumulator dtype that stages pass between them. nullopt otherwise.
+std::optional<at::Tensor> reduce_in_place(ReduceKind kind, const at::Tensor& input, const std::vector<bool>& reduced,
+                                          at::ScalarType out_dtype, at::ScalarType stage_dtype, Algorithm algo,
+                                          LayoutKernel kernel) {
+  if (const auto layout = plan_layout(input, reduced))
+    return reduce_layout(kind, input, keepdim_shape(input, reduced), *layout, out_dtype, algo, kernel);
+  const auto stages = algo == Algorithm::Default ? plan_stages(input, reduced) : std::nullopt;
+  if (!stages) return std::nullopt;
+  at::Tensor partial = input;
+  for (const std::vector<bool>& stage : *stages) {
+    auto layout = plan_layout(partial, stage);
+    if (!layout && partial.is_same(input)) {
+      // A slice whose kept dims do not merge takes the same stages on a
+      // contiguous copy; the stages after the first read contiguous
+      // partials, which always fit.
+      partial = partial.contiguous();
+      layout = plan_layout(partial, stage);
+    }
+    TORCH_INTERNAL_ASSERT(layout.has_value());
+    partial = reduce_layout(kind, partial, keepdim_shape(partial, stage), *layout, stage_dtype, algo, kernel);
+  }
+  return partial;
+}
+
+// Reduces `input` over `reduced` into a tensor of the dims of `input` (size 1
+// where reduced): of dtype `out_dtype` where one kernel does it, else of
+// `stage_dtype`. It is contiguous but where the kernels wrote it in the
+// input's memory order with the kept dims out of order: then it is a permuted
+// view, which the caller copies into the result.
 at::Tensor reduce_dims(ReduceKind kind, const at::Tensor& input, const std::vector<bool>& reduced,
                        at::ScalarType out_dtype, at::ScalarType stage_dtype, Algorithm algo, LayoutKernel kernel) {
-  const std::vector<int64_t> shape = keepdim_shape(input, reduced);
-  if (const auto layout = plan_layout(input, reduced))
-    return reduce_layout(kind, input, shape, *layout, out_dtype, algo, kernel);
+  if (auto out = reduce_in_place(kind, input, reduced, out_dtype, stage_dtype, algo, kernel)) return *out;
 
-  const auto stages = algo == Algorithm::Default ? plan_stages(input, reduced) : std::nullopt;
-  if (stages) {
-    at::Tensor partial = input;
-    for (const std::vector<bool>& stage : *stages) {
-      auto layout = plan_layout(partial, stage);
-      if (!layout && partial.is_same(input)) {
-        // A slice whose kept dims do not merge takes the same stages on a
-        // contiguous copy; the stages after the first read contiguous
-        // partials, which always fit.
-        partial = partial.contiguous();
-        layout = plan_layout(partial, stage);
-      }
-      TORCH_INTERNAL_ASSERT(layout.has_value());
-      partial = reduce_layout(kind, partial, keepdim_shape(partial, stage), *layout, stage_dtype, algo, kernel);
-    }
-    return partial;
+  // The dims in memory order. Where the kept dims are out of order there (a
+  // transposed or permuted tensor), the output is written in that order and
+  // permuted back: copying it costs less than copying the input.
+  const int64_t ndim = input.dim();
+  const std::vector<int64_t> memory_order = dims_by_stride(input);
+  std::vector<bool> memory_reduced(ndim);
+  std::vector<int64_t> inverse(ndim);
+  for (int64_t d = 0; d < ndim; ++d) {
+    memory_reduced[d] = reduced[memory_order[d]];
+    inverse[memory_order[d]] = d;
+  }
+  const at::Tensor in_memory_order = input.permute(memory_order);
+  if (algo == Algorithm::Default && !std::is_sorted(memory_order.begin(), memory_order.end())) {
+    if (auto out = reduce_in_place(kind, in_memory_order, memory_reduced, out_dtype, stage_dtype, algo, kernel))
+      return out->permute(inverse);
   }
 
-  // Layouts the kernels do not read directly otherwise (a strided innermost
-  // dim, kept dims out of memory order, ...) are copied once so that the kept
-  // dims come first and the reduced dims are contiguous. The reduced dims go
-  // in memory order, so that the copy reads along it. The kept dims keep
-  // their order, so the output is written as above.
-  const int64_t ndim = input.dim();
+  // Anything else is copied once. Made dense in memory order where that fits
+  // a layout (the reduced dims then form one run): a strided innermost dim
+  // (x[:, ::3]), or a slice whose kept dims no longer merge (x[..., :k] of a
+  // reduction over a middle dim of a 4-D tensor), which then reads as the
+  // whole does (batch invariance).
+  // The layout is planned on a meta tensor of the copy's shape first, so that
+  // the input is copied only once.
+  const at::Tensor dense_shape = at::empty(in_memory_order.sizes(), input.options().device(at::kMeta));
+  if (plan_layout(dense_shape, memory_reduced)) {
+    const at::Tensor dense = in_memory_order.contiguous();
+    const auto layout = plan_layout(dense, memory_reduced);
+    TORCH_INTERNAL_ASSERT(layout.has_value());
+    return reduce_layout(kind, dense, keepdim_shape(dense, memory_reduced), *layout, out_dtype, algo, kernel)
+        .permute(inverse);
+  }
+
+  // Else the kept dims go first and the reduced dims after them, in memory
+  // order, so that the copy reads along it: rows.
   std::vector<int64_t> order;
   for (int64_t d = 0; d < ndim; ++d)
     if (!reduced[d]) order.push_back(d);
-  for (const int64_t d : dims_by_stride(input))
+  for (const int64_t d : memory_order)
     if (reduced[d]) order.push_back(d);
   const at::Tensor copy = input.permute(order).contiguous();
   std::vector<bool> copy_reduced(ndim);
   for (int64_t d = 0; d < ndim; ++d) copy_reduced[d] = reduced[order[d]];
   const auto layout = plan_layout(copy, copy_reduced);
   TORCH_INTERNAL_ASSERT(layout.has_value() && layout->kind == ReduceLayout::Inner);
-  return reduce_layout(kind, copy, shape, *layout, out_dtype, algo, kernel);
+  return reduce_layout(kind, copy, keepdim_shape(input, reduced), *layout, out_dtype, algo, kernel);
 }
 
 // The dtype that stages pass between them: what the kernels accumulate in
@@ -401,9 +448,15 @@ at::Tensor reduce_front_end(ReduceKind kind, const char* name,
   }
 
   const at::Tensor input = self.scalar_type() == dtypes.input ? self : self.to(dtypes.input);
-  const at::Tensor out =
-      reduce_dims(kind, input, reduced, dtypes.kernel, stage_dtype(kind, dtypes), algo, kernel).view(out_shape);
-  return out.scalar_type() == dtypes.result ? out : out.to(dtypes.result);
+  const at::Tensor out = reduce_dims(kind, input, reduced, dtypes.kernel, stage_dtype(kind, dtypes), algo, kernel);
+  if (out.is_contiguous()) {
+    const at::Tensor result = out.view(out_shape);
+    return result.scalar_type() == dtypes.result ? result : result.to(dtypes.result);
+  }
+  // Written in the input's memory order: one copy into the result's order and dtype.
+  at::Tensor result = at::empty(out_shape, out_options);
+  result.view(out.sizes()).copy_(out);
+  return result;
 }
 
 }  // namespace torch_reduce

@@ -317,6 +317,78 @@ def test_reduced_dims_in_several_runs_are_batch_invariant(device, op, dtype, mak
         bitwise_equal(reduce(y[:, :k], (0, 2)), full[:k], f"first {k} rows")
 
 
+# Kept dims out of memory order (transposed and permuted tensors): the dims are taken in memory
+# order, the output written in that order and copied into the result's. (base shape, permutation
+# of the contiguous base, dims of the permuted view, layout it takes in memory order).
+PERMUTED_CASES = {
+    "columns": ((25, 7, 175, 44), (3, 1, 2, 0), (1,)),  # kept (25)(175 x 44), reduced 7 between
+    "rows": ((30, 12, 700), (1, 0, 2), (2,)),  # rows of 700 under kept dims swapped
+    "merged rows": ((2, 5, 237, 301), (3, 2, 1, 0), (0, 2)),  # reduced 237 x 301 merge in memory
+    "stages": ((6, 40, 5, 64), (2, 1, 0, 3), (1, 3)),  # two reduced runs, kept dims swapped
+    "transposed slice, full": ((1100, 1001), (1, 0), None),  # x[:, :-1].t(): two runs
+}
+
+
+def _permuted_input(case, dtype, device, make_input):
+    shape, perm, dims = PERMUTED_CASES[case]
+    x = make_input(shape, dtype, device)
+    if case == "transposed slice, full":
+        x = x[:, :-1]
+    return x.permute(perm), dims
+
+
+@pytest.mark.parametrize("op,dtype", STAGED_OPS, ids=_id)
+@pytest.mark.parametrize("case", list(PERMUTED_CASES), ids=_id)
+def test_kept_dims_out_of_memory_order(device, case, op, dtype, make_input, check):
+    """A reduction of a transposed or permuted tensor whose kept dims are out of memory order
+    gives torch's result (dtype, shape, the float64 reference's value), contiguous, with and
+    without keepdim."""
+    x, dims = _permuted_input(case, dtype, device, make_input)
+    reduce = getattr(torch_reduce, op)
+    for keepdim in (False, True):
+        out = reduce(x, keepdim=keepdim) if dims is None else reduce(x, dims, keepdim=keepdim)
+        check(out, x, op=op, dim=dims, keepdim=keepdim)
+        assert out.is_contiguous()
+
+
+@pytest.mark.requires_cuda
+@pytest.mark.parametrize("case", list(PERMUTED_CASES), ids=_id)
+def test_kept_dims_out_of_memory_order_read_in_place(cuda_device, case, make_input):
+    """... and read the input in place: no copy of it is allocated (the peak allocation stays
+    under half the input's bytes)."""
+    x, dims = _permuted_input(case, torch.bfloat16, cuda_device, make_input)
+    read_in_place(lambda: torch_reduce.sum(x) if dims is None else torch_reduce.sum(x, dims), x)
+
+
+# Slices of a kept dim, among them the innermost kept dim cut to width 1, which leaves columns of
+# width 1 that must be summed as the wider columns are: (shape of a fresh input, view, dims,
+# slices of the view's kept dims).
+KEPT_SLICES = {
+    "middle dim": ((12, 300, 9), lambda t: t, 1,
+                   [lambda y: y[..., :1], lambda y: y[..., 4:5], lambda y: y[..., :5], lambda y: y[:3]]),
+    "middle dim of 4": ((6, 300, 5, 9), lambda t: t, 1,
+                        [lambda y: y[..., :1], lambda y: y[..., :4], lambda y: y[:, :, 1:3], lambda y: y[:2]]),
+    "strided columns": ((300, 27), lambda t: t[:, ::3], 0, [lambda y: y[:, :1], lambda y: y[:, 2:7]]),
+    "transposed": ((300, 9), lambda t: t.t(), 1, [lambda y: y[:1], lambda y: y[3:4], lambda y: y[:5]]),
+    "permuted": ((25, 7, 175, 44), lambda t: t.permute(3, 1, 2, 0), 1,
+                 [lambda y: y[:1], lambda y: y[:, :, :1], lambda y: y[..., 2:3], lambda y: y[:5, :, :7]]),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=_id)
+@pytest.mark.parametrize("op", ["sum", "mean", "amax"])
+@pytest.mark.parametrize("case", list(KEPT_SLICES), ids=_id)
+def test_kept_dim_slices_are_batch_invariant(device, case, op, dtype, make_input, bitwise_equal):
+    """A slice of any kept dim gives the same bits as the same outputs of the whole, the
+    innermost kept dim cut to width 1 included (x[..., :1])."""
+    shape, view, dim, slices = KEPT_SLICES[case]
+    reduce = getattr(torch_reduce, op)
+    x = view(make_input(shape, dtype, device))
+    whole = reduce(x, dim, keepdim=True)  # the reduced dim kept (size 1), so that a cut applies to both
+    for i, cut in enumerate(slices):
+        bitwise_equal(reduce(cut(x), dim, keepdim=True), cut(whole), f"slice {i}")
+
+
 @pytest.mark.parametrize("offset", range(1, 9))
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int8, torch.bool], ids=_id)
 def test_every_misalignment(device, dtype, offset, make_input, check):
