@@ -172,6 +172,30 @@ inline bool evict_first_input(int64_t read_bytes, int64_t written_bytes) {
   return read_bytes > l2_bytes() && 2 * written_bytes <= l2_bytes();
 }
 
+// column_tile_kernel's warps read a chunk row kMaxRowLanes items at a time:
+// items narrower than 8 bytes (one or two half-precision columns, one
+// float32, where an odd column count or a misaligned view allows no wider
+// load) take each 32-byte sector in several pieces. column_block_kernel's
+// warps read 32 adjacent items of a row at once. Where its tiles fill the
+// device and a column group is one tile (at most 64 chunks), it reads such a
+// pass faster (H100 sweep, results/sweep_h100.json against a run of the
+// same cases without this rule, not committed, us: float16 amax over (0, 1)
+// of (4, 118, 7711) 14.8 -> 6.8, torch 6.1; bfloat16 sum over (1, 2) of a
+// sliced (443, 699, 69) 80.8 -> 57.6, torch 45.5). A first version that also
+// took longer columns (bfloat16 amax of 852600 rows of 49: 87 -> 104) and sent
+// passes whose tiles do not fill the device to column_short_kernel lost
+// (float16 amin over dim 0 of (398, 1151) 4.1 -> 5.7, bfloat16 amin over
+// (0, 1) of (2070, 2, 469) 6.9 -> 10.2).
+constexpr int64_t kSectorBytes = 32;
+
+// Whether a pass that column_kernel gives the tile kernel goes to the block
+// kernel instead, given its items as loaded (`items` of `item_bytes` each).
+inline bool narrow_items_to_block(int64_t reduce, int64_t batch, int64_t items, int64_t item_bytes) {
+  const int64_t chunks = ceil_div(reduce, kFoldLength);
+  return item_bytes * kMaxRowLanes < kSectorBytes && items >= kWarpSize && chunks > 1 && chunks <= kFoldLength &&
+         tiles_fill_device(batch * ceil_div(items, kWarpSize), chunks);
+}
+
 inline ColumnKernel column_kernel(int64_t reduce, int64_t batch, int64_t items, int64_t bytes, int64_t row_bytes) {
   if (reduce <= kFoldLength) {
     const bool wide = items >= kWarpSize;

@@ -116,8 +116,6 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
                               bool later_pass) {
   const int64_t chunks = ceil_div(reduce, kFoldLength);
   const int64_t bytes = batch * reduce * columns * static_cast<int64_t>(sizeof(in_t));
-  const ColumnKernel kernel = column_kernel(reduce, batch, ceil_div(columns, column_width<in_t, acc_t>()), bytes,
-                                            columns * static_cast<int64_t>(sizeof(in_t)));
   // Items: the widest vector of columns that every row and batch start
   // aligned to.
   int width = column_width<in_t, acc_t>();
@@ -126,6 +124,10 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
     width /= 2;
   ColumnArgs<in_t, acc_t, out_t> args{data, batch, reduce, columns, batch_stride, reduce_stride, width};
   args.items = ceil_div(columns, args.width);
+  ColumnKernel kernel = column_kernel(reduce, batch, ceil_div(columns, column_width<in_t, acc_t>()), bytes,
+                                      columns * static_cast<int64_t>(sizeof(in_t)));
+  if (kernel == ColumnKernel::Tile && narrow_items_to_block(reduce, batch, args.items, width * sizeof(in_t)))
+    kernel = ColumnKernel::Block;
   args.out = out;
 
   int64_t values_left = 1;  // per column, after this pass
