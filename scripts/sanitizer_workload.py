@@ -6,7 +6,9 @@ compute-sanitizer (memcheck, racecheck, synccheck, initcheck):
 Sizes are small (the tools are slow) but cover every path: single-block and
 split full reductions, misaligned heads and ragged tails, short and long rows
 (vectorized, scalar, and several to a load), the column kernels (short for
-each rows-per-slot, chunk (also writing the output of columns of one chunk), tile teams, wide and block) over several passes, all four ops, every ladder
+each rows-per-slot, chunk (also writing the output of columns of one chunk),
+tile teams, wide and block) over several passes, columns of a permuted tensor
+(its output permuted back), all four ops, every ladder
 algorithm. Exits non-zero if a result is wrong.
 """
 import sys
@@ -37,8 +39,8 @@ for dtype in (torch.float32, torch.bfloat16, torch.int32, torch.uint8):
         base = (torch.randn(n + 3, device=device) * 10).to(dtype) if not exact else torch.randint(0, 100, (n + 3,), device=device, dtype=dtype)
         x = base[3:]  # misaligned start
         check(f"sum {dtype} {n}", torch_reduce.sum(x), torch.sum(x.cpu()), exact)
-    for shape, dim in (((64, 7), -1), ((4099, 2), -1), ((1001, 4), -1), ((1001, 16), -1), ((48, 32), -1), ((40, 1000), -1), ((3, 70_000), -1), ((130, 9), 0), ((40, 300), 0), ((200, 64), 0),
-                       ((5, 130, 12), 1), ((40, 33, 6), 1), ((5, 301), 0), ((4100, 1027), 0), ((4100, 1028), 0),
+    for shape, dim in (((64, 7), -1), ((4099, 2), -1), ((1001, 4), -1), ((1001, 16), -1), ((48, 32), -1), ((40, 1000), -1), ((60, 1505), -1), ((3, 70_000), -1), ((130, 9), 0), ((40, 300), 0), ((200, 64), 0),
+                       ((5, 130, 12), 1), ((40, 33, 6), 1), ((5, 301), 0), ((300, 4999), 0), ((4100, 1027), 0), ((4100, 1028), 0),
                        ((16, 262144), 0), ((20, 262147), 0), ((40, 65536), 0), ((600000, 3), 0)):
         x = (torch.randn(shape, device=device) * 10).to(dtype) if not exact else torch.randint(0, 100, shape, device=device, dtype=dtype)
         cpu = x.cpu()
@@ -47,6 +49,10 @@ for dtype in (torch.float32, torch.bfloat16, torch.int32, torch.uint8):
         check(f"amin {dtype} {shape} {dim}", torch_reduce.amin(x, dim), torch.amin(cpu, dim), True)
         if not exact:
             check(f"mean {dtype} {shape} {dim}", torch_reduce.mean(x, dim), torch.mean(cpu, dim), False)
+
+# Kept dims out of memory order: columns in the input's memory order, the output permuted back.
+x = torch.randn(25, 7, 175, 44, device=device).permute(3, 1, 2, 0)
+check("sum permuted (44, 7, 175, 25) 1", torch_reduce.sum(x, 1), torch.sum(x.cpu(), 1), False)
 
 # column_tile_kernel over 16 MiB; column_block_kernel once a tile per block fills the GPU;
 # column_short_kernel as the first level of 128 MiB, then single chunks of its chunk values.
