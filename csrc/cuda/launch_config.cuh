@@ -178,14 +178,14 @@ inline bool evict_first_input(int64_t read_bytes, int64_t written_bytes) {
 // load) take each 32-byte sector in several pieces. column_block_kernel's
 // warps read 32 adjacent items of a row at once. Where its tiles fill the
 // device and a column group is one tile (at most 64 chunks), it reads such a
-// pass faster (H100 sweep, results/sweep_h100.json against a run of the
-// same cases without this rule, not committed, us: float16 amax over (0, 1)
-// of (4, 118, 7711) 14.8 -> 6.8, torch 6.1; bfloat16 sum over (1, 2) of a
-// sliced (443, 699, 69) 80.8 -> 57.6, torch 45.5). A first version that also
-// took longer columns (bfloat16 amax of 852600 rows of 49: 87 -> 104) and sent
-// passes whose tiles do not fill the device to column_short_kernel lost
-// (float16 amin over dim 0 of (398, 1151) 4.1 -> 5.7, bfloat16 amin over
-// (0, 1) of (2070, 2, 469) 6.9 -> 10.2).
+// pass faster (H100 sweep, results/sweep_h100.json at 93e0607 against a run
+// of the same cases without this rule, not committed, us: float16 amax over
+// (0, 1) of (4, 118, 7711) 14.8 -> 6.7, torch 6.1; bfloat16 sum over (1, 2)
+// of a sliced (443, 699, 69) 80.8 -> 58.1, torch 45.7). A first version (a
+// sweep, not committed) that also took longer columns (bfloat16 amax of
+// 852600 rows of 49: 87 -> 104) and sent passes whose tiles do not fill the
+// device to column_short_kernel lost (float16 amin over dim 0 of (398, 1151)
+// 4.1 -> 5.7, bfloat16 amin over (0, 1) of (2070, 2, 469) 6.9 -> 10.2).
 constexpr int64_t kSectorBytes = 32;
 
 // Whether a pass that column_kernel gives the tile kernel goes to the block
