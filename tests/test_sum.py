@@ -318,23 +318,15 @@ def test_reduced_dims_in_several_runs_are_batch_invariant(device, op, dtype, mak
 
 
 # Kept dims out of memory order (transposed and permuted tensors): the dims are taken in memory
-# order, the output written in that order and copied into the result's. (base shape, permutation
-# of the contiguous base, dims of the permuted view, layout it takes in memory order).
+# order, the output written in that order and copied into the result's. (view of a fresh input,
+# its shape, dims), as in STAGED_CASES.
 PERMUTED_CASES = {
-    "columns": ((25, 7, 175, 44), (3, 1, 2, 0), (1,)),  # kept (25)(175 x 44), reduced 7 between
-    "rows": ((30, 12, 700), (1, 0, 2), (2,)),  # rows of 700 under kept dims swapped
-    "merged rows": ((2, 5, 237, 301), (3, 2, 1, 0), (0, 2)),  # reduced 237 x 301 merge in memory
-    "stages": ((6, 40, 5, 64), (2, 1, 0, 3), (1, 3)),  # two reduced runs, kept dims swapped
-    "transposed slice, full": ((1100, 1001), (1, 0), None),  # x[:, :-1].t(): two runs
+    "columns": (lambda x: x.permute(3, 1, 2, 0), (25, 7, 175, 44), (1,)),  # kept (25)(175 x 44), reduced 7 between
+    "rows": (lambda x: x.permute(1, 0, 2), (30, 12, 700), (2,)),  # rows of 700 under kept dims swapped
+    "merged rows": (lambda x: x.permute(3, 2, 1, 0), (2, 5, 237, 301), (0, 2)),  # reduced 237 x 301 merge in memory
+    "stages": (lambda x: x.permute(2, 1, 0, 3), (6, 40, 5, 64), (1, 3)),  # two reduced runs, kept dims swapped
+    "transposed slice, full": (lambda x: x[:, :-1].t(), (1100, 1001), None),  # two runs
 }
-
-
-def _permuted_input(case, dtype, device, make_input):
-    shape, perm, dims = PERMUTED_CASES[case]
-    x = make_input(shape, dtype, device)
-    if case == "transposed slice, full":
-        x = x[:, :-1]
-    return x.permute(perm), dims
 
 
 @pytest.mark.parametrize("op,dtype", STAGED_OPS, ids=_id)
@@ -343,7 +335,8 @@ def test_kept_dims_out_of_memory_order(device, case, op, dtype, make_input, chec
     """A reduction of a transposed or permuted tensor whose kept dims are out of memory order
     gives torch's result (dtype, shape, the float64 reference's value), contiguous, with and
     without keepdim."""
-    x, dims = _permuted_input(case, dtype, device, make_input)
+    view, shape, dims = PERMUTED_CASES[case]
+    x = view(make_input(shape, dtype, device))
     reduce = getattr(torch_reduce, op)
     for keepdim in (False, True):
         out = reduce(x, keepdim=keepdim) if dims is None else reduce(x, dims, keepdim=keepdim)
@@ -356,7 +349,8 @@ def test_kept_dims_out_of_memory_order(device, case, op, dtype, make_input, chec
 def test_kept_dims_out_of_memory_order_read_in_place(cuda_device, case, make_input):
     """... and read the input in place: no copy of it is allocated (the peak allocation stays
     under half the input's bytes)."""
-    x, dims = _permuted_input(case, torch.bfloat16, cuda_device, make_input)
+    view, shape, dims = PERMUTED_CASES[case]
+    x = view(make_input(shape, torch.bfloat16, cuda_device))
     read_in_place(lambda: torch_reduce.sum(x) if dims is None else torch_reduce.sum(x, dims), x)
 
 
