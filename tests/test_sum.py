@@ -273,29 +273,6 @@ STAGED_OPS = [("sum", torch.float32), ("sum", torch.bfloat16), ("sum", torch.int
               ("mean", torch.float64), ("amax", torch.bfloat16), ("amin", torch.float32)]
 
 
-@pytest.mark.parametrize("op,dtype", STAGED_OPS, ids=_id)
-@pytest.mark.parametrize("case", list(STAGED_CASES), ids=_id)
-def test_reduced_dims_in_several_runs(device, case, op, dtype, make_input, check):
-    """Reduced dims that form several runs in memory give torch's result (dtype, shape, and the
-    float64 reference's value), with and without keepdim."""
-    view, shape, dims = STAGED_CASES[case]
-    x = view(make_input(shape, dtype, device))
-    reduce = getattr(torch_reduce, op)
-    for keepdim in (False, True):
-        out = reduce(x, keepdim=keepdim) if dims is None else reduce(x, dims, keepdim=keepdim)
-        check(out, x, op=op, dim=dims, keepdim=keepdim)
-
-
-@pytest.mark.requires_cuda
-@pytest.mark.parametrize("case", list(STAGED_CASES), ids=_id)
-def test_reduced_dims_in_several_runs_read_in_place(cuda_device, case, make_input):
-    """... and read the input in place, in stages: no copy of it is allocated (the peak allocation
-    stays under half the input's bytes)."""
-    view, shape, dims = STAGED_CASES[case]
-    x = view(make_input(shape, torch.bfloat16, cuda_device))
-    read_in_place(lambda: torch_reduce.sum(x) if dims is None else torch_reduce.sum(x, dims), x)
-
-
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=_id)
 @pytest.mark.parametrize("op", ["sum", "mean", "amax"])
 def test_reduced_dims_in_several_runs_are_batch_invariant(device, op, dtype, make_input, bitwise_equal):
@@ -329,13 +306,18 @@ PERMUTED_CASES = {
 }
 
 
+# The layouts that the kernels read without a copy of the input.
+IN_PLACE_CASES = {**{f"several runs, {k}": v for k, v in STAGED_CASES.items()},
+                  **{f"kept dims out of order, {k}": v for k, v in PERMUTED_CASES.items()}}
+
+
 @pytest.mark.parametrize("op,dtype", STAGED_OPS, ids=_id)
-@pytest.mark.parametrize("case", list(PERMUTED_CASES), ids=_id)
-def test_kept_dims_out_of_memory_order(device, case, op, dtype, make_input, check):
-    """A reduction of a transposed or permuted tensor whose kept dims are out of memory order
-    gives torch's result (dtype, shape, the float64 reference's value), contiguous, with and
-    without keepdim."""
-    view, shape, dims = PERMUTED_CASES[case]
+@pytest.mark.parametrize("case", list(IN_PLACE_CASES), ids=_id)
+def test_reduced_without_copying_the_input(device, case, op, dtype, make_input, check):
+    """Reduced dims that form several runs in memory, and transposed or permuted tensors whose
+    kept dims are out of memory order, give torch's result (dtype, shape, the float64
+    reference's value), contiguous, with and without keepdim."""
+    view, shape, dims = IN_PLACE_CASES[case]
     x = view(make_input(shape, dtype, device))
     reduce = getattr(torch_reduce, op)
     for keepdim in (False, True):
@@ -345,11 +327,11 @@ def test_kept_dims_out_of_memory_order(device, case, op, dtype, make_input, chec
 
 
 @pytest.mark.requires_cuda
-@pytest.mark.parametrize("case", list(PERMUTED_CASES), ids=_id)
-def test_kept_dims_out_of_memory_order_read_in_place(cuda_device, case, make_input):
+@pytest.mark.parametrize("case", list(IN_PLACE_CASES), ids=_id)
+def test_reduced_without_copying_the_input_read_in_place(cuda_device, case, make_input):
     """... and read the input in place: no copy of it is allocated (the peak allocation stays
     under half the input's bytes)."""
-    view, shape, dims = PERMUTED_CASES[case]
+    view, shape, dims = IN_PLACE_CASES[case]
     x = view(make_input(shape, torch.bfloat16, cuda_device))
     read_in_place(lambda: torch_reduce.sum(x) if dims is None else torch_reduce.sum(x, dims), x)
 
