@@ -276,29 +276,45 @@ std::optional<std::vector<std::vector<bool>>> plan_stages(const at::Tensor& inpu
   return stages;
 }
 
-// Reduces `input`, whose layout is `layout`, into a new contiguous tensor of
-// the dims of `input` (size 1 where reduced) and dtype `out_dtype`: element
-// b * inner + c is where the kernels write it.
+// A new tensor for the output of reducing `input`, of its dims (`shape`: size
+// 1 where reduced). Where `input` is the op's input permuted (`permutation`,
+// as given to permute(); empty: not permuted), it is laid out as the result,
+// contiguous in the op's input's dims, and this is a permuted view of it.
+at::Tensor new_output(const std::vector<int64_t>& shape, const at::TensorOptions& options,
+                      const std::vector<int64_t>& permutation) {
+  if (permutation.empty()) return at::empty(shape, options);
+  std::vector<int64_t> result_shape(shape.size());
+  for (size_t j = 0; j < shape.size(); ++j) result_shape[permutation[j]] = shape[j];
+  return at::empty(result_shape, options).permute(permutation);
+}
+
+// Reduces `input`, whose layout is `layout`, into a new tensor of the dims of
+// `input` (size 1 where reduced) and dtype `out_dtype` (see new_output): its
+// element b * inner + c, in row-major order, is where the kernels write it.
 at::Tensor reduce_layout(ReduceKind kind, const at::Tensor& input, const std::vector<int64_t>& shape,
-                         const ReduceLayout& layout, at::ScalarType out_dtype, Algorithm algo, LayoutKernel kernel) {
-  at::Tensor out = at::empty(shape, input.options().dtype(out_dtype));
+                         const ReduceLayout& layout, at::ScalarType out_dtype, const std::vector<int64_t>& permutation,
+                         Algorithm algo, LayoutKernel kernel) {
+  at::Tensor out = new_output(shape, input.options().dtype(out_dtype), permutation);
   kernel(kind, input, layout, out, algo);
   return out;
 }
 
 // Reduces `input` over `reduced` where the kernels read it in place: in one
-// layout, into a new contiguous tensor of the dims of `input` (size 1 where
-// reduced) and dtype `out_dtype`, or in stages, into one of `stage_dtype`,
-// the accumulator dtype that stages pass between them. nullopt otherwise.
+// layout, into a new tensor of the dims of `input` (size 1 where reduced) and
+// dtype `out_dtype`, or in stages, into one of `stage_dtype`, the accumulator
+// dtype that stages pass between them; laid out as new_output lays it out
+// (stages before the last write contiguous partials). nullopt otherwise.
 std::optional<at::Tensor> reduce_in_place(ReduceKind kind, const at::Tensor& input, const std::vector<bool>& reduced,
-                                          at::ScalarType out_dtype, at::ScalarType stage_dtype, Algorithm algo,
+                                          at::ScalarType out_dtype, at::ScalarType stage_dtype,
+                                          const std::vector<int64_t>& permutation, Algorithm algo,
                                           LayoutKernel kernel) {
   if (const auto layout = plan_layout(input, reduced))
-    return reduce_layout(kind, input, keepdim_shape(input, reduced), *layout, out_dtype, algo, kernel);
+    return reduce_layout(kind, input, keepdim_shape(input, reduced), *layout, out_dtype, permutation, algo, kernel);
   const auto stages = algo == Algorithm::Default ? plan_stages(input, reduced) : std::nullopt;
   if (!stages) return std::nullopt;
   at::Tensor partial = input;
-  for (const std::vector<bool>& stage : *stages) {
+  for (size_t i = 0; i < stages->size(); ++i) {
+    const std::vector<bool>& stage = (*stages)[i];
     auto layout = plan_layout(partial, stage);
     if (!layout && partial.is_same(input)) {
       // A slice whose kept dims do not merge takes the same stages on a
@@ -308,23 +324,23 @@ std::optional<at::Tensor> reduce_in_place(ReduceKind kind, const at::Tensor& inp
       layout = plan_layout(partial, stage);
     }
     TORCH_INTERNAL_ASSERT(layout.has_value());
-    partial = reduce_layout(kind, partial, keepdim_shape(partial, stage), *layout, stage_dtype, algo, kernel);
+    const bool last = i + 1 == stages->size();
+    partial = reduce_layout(kind, partial, keepdim_shape(partial, stage), *layout, stage_dtype,
+                            last ? permutation : std::vector<int64_t>{}, algo, kernel);
   }
   return partial;
 }
 
-// Reduces `input` over `reduced` into a tensor of the dims of `input` (size 1
-// where reduced): of dtype `out_dtype` where one kernel does it, else of
-// `stage_dtype`. It is contiguous but where the kernels wrote it in the
-// input's memory order with the kept dims out of order: then it is a permuted
-// view, which the caller copies into the result.
+// Reduces `input` over `reduced` into a new contiguous tensor of the dims of
+// `input` (size 1 where reduced): of dtype `out_dtype` where one kernel does
+// it, else of `stage_dtype`.
 at::Tensor reduce_dims(ReduceKind kind, const at::Tensor& input, const std::vector<bool>& reduced,
                        at::ScalarType out_dtype, at::ScalarType stage_dtype, Algorithm algo, LayoutKernel kernel) {
-  if (auto out = reduce_in_place(kind, input, reduced, out_dtype, stage_dtype, algo, kernel)) return *out;
+  if (auto out = reduce_in_place(kind, input, reduced, out_dtype, stage_dtype, {}, algo, kernel)) return *out;
 
   // The dims in memory order. Where the kept dims are out of order there (a
-  // transposed or permuted tensor), the output is written in that order and
-  // permuted back: copying it costs less than copying the input.
+  // transposed or permuted tensor), it is reduced in that order all the same,
+  // into the result's memory through a permuted view (new_output).
   const int64_t ndim = input.dim();
   const std::vector<int64_t> memory_order = dims_by_stride(input);
   std::vector<bool> memory_reduced(ndim);
@@ -335,7 +351,8 @@ at::Tensor reduce_dims(ReduceKind kind, const at::Tensor& input, const std::vect
   }
   const at::Tensor in_memory_order = input.permute(memory_order);
   if (algo == Algorithm::Default && !std::is_sorted(memory_order.begin(), memory_order.end())) {
-    if (auto out = reduce_in_place(kind, in_memory_order, memory_reduced, out_dtype, stage_dtype, algo, kernel))
+    if (auto out = reduce_in_place(kind, in_memory_order, memory_reduced, out_dtype, stage_dtype, memory_order, algo,
+                                   kernel))
       return out->permute(inverse);
   }
 
@@ -351,7 +368,8 @@ at::Tensor reduce_dims(ReduceKind kind, const at::Tensor& input, const std::vect
     const at::Tensor dense = in_memory_order.contiguous();
     const auto layout = plan_layout(dense, memory_reduced);
     TORCH_INTERNAL_ASSERT(layout.has_value());
-    return reduce_layout(kind, dense, keepdim_shape(dense, memory_reduced), *layout, out_dtype, algo, kernel)
+    return reduce_layout(kind, dense, keepdim_shape(dense, memory_reduced), *layout, out_dtype, memory_order, algo,
+                         kernel)
         .permute(inverse);
   }
 
@@ -367,7 +385,7 @@ at::Tensor reduce_dims(ReduceKind kind, const at::Tensor& input, const std::vect
   for (int64_t d = 0; d < ndim; ++d) copy_reduced[d] = reduced[order[d]];
   const auto layout = plan_layout(copy, copy_reduced);
   TORCH_INTERNAL_ASSERT(layout.has_value() && layout->kind == ReduceLayout::Inner);
-  return reduce_layout(kind, copy, keepdim_shape(input, reduced), *layout, out_dtype, algo, kernel);
+  return reduce_layout(kind, copy, keepdim_shape(input, reduced), *layout, out_dtype, {}, algo, kernel);
 }
 
 // The dtype that stages pass between them: what the kernels accumulate in
@@ -449,14 +467,8 @@ at::Tensor reduce_front_end(ReduceKind kind, const char* name,
 
   const at::Tensor input = self.scalar_type() == dtypes.input ? self : self.to(dtypes.input);
   const at::Tensor out = reduce_dims(kind, input, reduced, dtypes.kernel, stage_dtype(kind, dtypes), algo, kernel);
-  if (out.is_contiguous()) {
-    const at::Tensor result = out.view(out_shape);
-    return result.scalar_type() == dtypes.result ? result : result.to(dtypes.result);
-  }
-  // Written in the input's memory order: one copy into the result's order and dtype.
-  at::Tensor result = at::empty(out_shape, out_options);
-  result.view(out.sizes()).copy_(out);
-  return result;
+  const at::Tensor result = out.view(out_shape);
+  return result.scalar_type() == dtypes.result ? result : result.to(dtypes.result);
 }
 
 }  // namespace torch_reduce

@@ -2,7 +2,7 @@
 // inputs, errors) and the canonical layout that the kernels consume.
 //
 // A backend supplies one function, `LayoutKernel`, that reduces a tensor
-// described by a ReduceLayout into a contiguous output; everything else
+// described by a ReduceLayout into an output tensor; everything else
 // (argument checks, dtype promotion and casts, output shape) happens here,
 // once, for CPU and CUDA alike.
 #pragma once
@@ -43,12 +43,23 @@ struct ReduceLayout {
 };
 
 // Reduces `input` (already of a dtype that dispatch.h instantiates) as
-// described by `layout` into `out`: contiguous, batch * inner elements of the
-// kernel's output dtype (in the op's output shape). `layout.reduce` is at
-// least 1.
+// described by `layout` into `out`: batch * inner elements of the kernel's
+// output dtype, of the dims of `input` (size 1 where reduced), output b * inner
+// + c at its row-major index over them. `out` is contiguous, or, for a
+// transposed or permuted input reduced in its memory order, a permuted view
+// of the contiguous result. `layout.reduce` is at least 1.
 using LayoutKernel = void (*)(ReduceKind kind, const at::Tensor& input,
                               const ReduceLayout& layout, at::Tensor& out,
                               Algorithm algorithm);
+
+// For outputs that a backend does not write in place: `reduce_dense` writes a
+// new contiguous tensor of out's shape, which is then copied into `out`.
+template <typename ReduceDense>
+void reduce_through_dense(at::Tensor& out, ReduceDense&& reduce_dense) {
+  at::Tensor dense = at::empty(out.sizes(), out.options());
+  reduce_dense(dense);
+  out.copy_(dense);
+}
 
 // Merges adjacent dims of `input` (sizes of 1 dropped) and matches the
 // result against the two layouts; std::nullopt when neither fits.

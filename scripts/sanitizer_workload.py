@@ -7,8 +7,8 @@ Sizes are small (the tools are slow) but cover every path: single-block and
 split full reductions, misaligned heads and ragged tails, short and long rows
 (vectorized, scalar, and several to a load), the column kernels (short for
 each rows-per-slot, chunk (also writing the output of columns of one chunk),
-tile teams, wide and block) over several passes, columns of a permuted tensor
-(its output permuted back), all four ops, every ladder
+tile teams, wide and block) over several passes, permuted tensors (their
+output copied, or written through the permutation), all four ops, every ladder
 algorithm. Exits non-zero if a result is wrong.
 """
 import sys
@@ -50,9 +50,17 @@ for dtype in (torch.float32, torch.bfloat16, torch.int32, torch.uint8):
         if not exact:
             check(f"mean {dtype} {shape} {dim}", torch_reduce.mean(x, dim), torch.mean(cpu, dim), False)
 
-# Kept dims out of memory order: columns in the input's memory order, the output permuted back.
+# Kept dims out of memory order: reduced in the input's memory order; a large output written
+# dense and copied, small ones written through the permutation (rows one and several a lane,
+# columns of one chunk).
 x = torch.randn(25, 7, 175, 44, device=device).permute(3, 1, 2, 0)
 check("sum permuted (44, 7, 175, 25) 1", torch_reduce.sum(x, 1), torch.sum(x.cpu(), 1), False)
+for base, perm, dims in (((5, 7, 75, 44), (3, 1, 2, 0), (1,)), ((30, 12, 700), (1, 0, 2), (2,)),
+                         ((6, 46, 1, 7), (3, 1, 2, 0), (0, 2))):
+    for dtype in (torch.float32, torch.bfloat16):
+        x = torch.randn(base, device=device).to(dtype).permute(perm)
+        check(f"sum permuted {tuple(x.shape)} {dims} {dtype}", torch_reduce.sum(x, dims),
+              torch.sum(x.cpu().double(), dims).to(dtype), False)
 
 # column_tile_kernel over 16 MiB; column_block_kernel once a tile per block fills the GPU;
 # column_short_kernel as the first level of 128 MiB, then single chunks of its chunk values.

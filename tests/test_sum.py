@@ -7,6 +7,7 @@ Tests taking `device` run on cpu and cuda (cuda skipped, with the reason,
 without a GPU or a CUDA build).
 """
 
+import math
 import re
 
 import pytest
@@ -334,6 +335,63 @@ def test_reduced_without_copying_the_input_read_in_place(cuda_device, case, make
     view, shape, dims = IN_PLACE_CASES[case]
     x = view(make_input(shape, torch.bfloat16, cuda_device))
     read_in_place(lambda: torch_reduce.sum(x) if dims is None else torch_reduce.sum(x, dims), x)
+
+
+# Kept dims out of memory order, one case for each kernel that writes outputs: on CUDA, small
+# outputs of rows of a warp or less and of columns of one chunk are written straight into the
+# result, through the permutation; the others, outputs of more dims than the kernels index and
+# large ones are written dense and copied (as on the CPU). (view of a fresh input, its shape,
+# dims), as in STAGED_CASES.
+PERMUTED_OUTPUT_CASES = {
+    "several rows a lane": (lambda x: x.transpose(0, -1), (6, 46, 1, 7), (0, 2)),
+    "one row a lane": (lambda x: x.permute(1, 0, 2), (30, 12, 700), (2,)),
+    "rows of two": (lambda x: x.permute(1, 0, 2), (30, 12, 2), (2,)),  # packed where the output is dense
+    "long rows, copied": (lambda x: x.permute(1, 0, 2), (20, 8, 8200), (2,)),
+    "columns of one chunk": (lambda x: x.permute(2, 1, 0), (5, 40, 36), (1,)),
+    "long columns, copied": (lambda x: x.permute(2, 1, 0), (5, 1000, 36), (1,)),
+    "long odd columns, copied": (lambda x: x.permute(2, 1, 0), (3, 1000, 33), (1,)),
+    "narrow items in blocks, copied": (lambda x: x.permute(2, 1, 0), (2, 1000, 2113), (1,)),
+    "three kept dims": (lambda x: x.permute(3, 1, 2, 0), (5, 7, 75, 44), (1,)),
+    "stages": (lambda x: x.permute(2, 1, 0, 3), (6, 40, 5, 64), (1, 3)),
+    "five kept dims, copied": (lambda x: x.permute(4, 3, 2, 1, 0, 5), (2, 3, 2, 3, 2, 9), (5,)),
+    "large output, copied": (lambda x: x.permute(2, 1, 0), (1000, 3, 1500), (1,)),
+}
+# The cases written through the permutation, whose outputs are large enough for the allocator to
+# show a copy (over 512 bytes of float32).
+ONE_KERNEL_OUTPUTS = ["several rows a lane", "one row a lane", "rows of two", "columns of one chunk", "three kept dims"]
+
+
+@pytest.mark.parametrize("op,dtype", STAGED_OPS, ids=_id)
+@pytest.mark.parametrize("case", list(PERMUTED_OUTPUT_CASES), ids=_id)
+def test_permuted_outputs(device, case, op, dtype, make_input, check, poison):
+    """Transposed and permuted tensors give torch's result (dtype, shape, the float64 reference's
+    value), contiguous, with and without keepdim, every output written (the allocator's blocks
+    hold NaN beforehand)."""
+    view, shape, dims = PERMUTED_OUTPUT_CASES[case]
+    x = view(make_input(shape, dtype, device))
+    reduce = getattr(torch_reduce, op)
+    for keepdim in (False, True):
+        poison(device, math.prod(s for d, s in enumerate(x.shape) if d not in dims) * 8)
+        out = reduce(x, dims, keepdim=keepdim)
+        check(out, x, op=op, dim=dims, keepdim=keepdim)
+        assert out.is_contiguous()
+
+
+@pytest.mark.requires_cuda
+@pytest.mark.parametrize("case", ONE_KERNEL_OUTPUTS, ids=_id)
+def test_permuted_outputs_written_in_place(cuda_device, case, make_input, check):
+    """... and on CUDA those are written into the result itself: the call allocates its result
+    and no dense copy of it (its peak allocation stays under twice the result's bytes)."""
+    view, shape, dims = PERMUTED_OUTPUT_CASES[case]
+    x = view(make_input(shape, torch.float32, cuda_device))
+    torch_reduce.sum(x, dims)  # the stream's workspace, once
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    out = torch_reduce.sum(x, dims)
+    torch.cuda.synchronize()
+    assert torch.cuda.max_memory_allocated() - before < 2 * out.numel() * out.element_size()
+    check(out, x, dim=dims)
 
 
 # Slices of a kept dim, among them the innermost kept dim cut to width 1, which leaves columns of

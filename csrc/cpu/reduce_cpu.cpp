@@ -541,6 +541,11 @@ void reduce_layout_cpu(ReduceKind kind, const at::Tensor& input,
   TORCH_INTERNAL_ASSERT(algorithm == Algorithm::Default,
                         "torch_reduce: CPU kernel called with algorithm '",
                         algorithm_name(algorithm), "'");
+  if (!out.is_contiguous()) {
+    // A permuted view of the result: the CPU kernels write dense outputs.
+    return reduce_through_dense(out,
+                                [&](at::Tensor& dense) { reduce_layout_cpu(kind, input, layout, dense, algorithm); });
+  }
   dispatch_kind(kind, [&](auto k) { reduce_layout<decltype(k)::value>(input, layout, out); });
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "column_fold.cuh"
+#include "output.cuh"
 
 namespace torch_reduce {
 namespace cuda {
@@ -121,8 +122,13 @@ __device__ __forceinline__ void short_chunk(const in_t* base, int64_t stride, in
 // adjacent items, where column_tile_kernel's lanes read 64 bytes of eight
 // rows each. (One chunk keeps a loop of its own, with no chunk index to
 // divide out.) kEvictFirst: either reads evict-first (evict_first_input).
-template <int kRowsPerSlot, int kItems, bool kEvictFirst, typename in_t, typename acc_t, typename out_t, typename Op>
-__device__ __forceinline__ void short_columns(const ColumnArgs<in_t, acc_t, out_t>& args, const Op& op) {
+// kPermutedOutput: one chunk a column, to a permuted view (output.cuh) of
+// args.out, in items of one column.
+template <int kRowsPerSlot, int kItems, bool kEvictFirst, bool kPermutedOutput, typename in_t, typename acc_t,
+          typename out_t, typename Op>
+__device__ __forceinline__ void short_columns(const ColumnArgs<in_t, acc_t, out_t>& args, const Op& op,
+                                              const OutputIndex& out_index) {
+  const Output<out_t> out{args.out, out_index};
   const int64_t step = static_cast<int64_t>(gridDim.x) * kColumnThreads;
   const int64_t first = blockIdx.x * static_cast<int64_t>(kColumnThreads) + threadIdx.x;
   if (args.reduce <= kFoldLength) {
@@ -131,11 +137,11 @@ __device__ __forceinline__ void short_columns(const ColumnArgs<in_t, acc_t, out_
     for (int64_t w = first; w < work; w += step) {
       const int64_t item = w % args.items;
       const int64_t b = w / args.items;
-      short_chunk<kRowsPerSlot, kItems, kEvictFirst, in_t, acc_t>(args.data + b * args.batch_stride + item * kItems,
-                                                                  args.reduce_stride, rows,
-                                                                  args.out + b * args.columns + item * kItems, op);
+      short_chunk<kRowsPerSlot, kItems, kEvictFirst, in_t, acc_t>(
+          args.data + b * args.batch_stride + item * kItems, args.reduce_stride, rows,
+          out.template at<kPermutedOutput>(b * args.columns + item * kItems), op);
     }
-  } else if constexpr (kRowsPerSlot == kSlots) {
+  } else if constexpr (kRowsPerSlot == kSlots && !kPermutedOutput) {
     const int64_t chunks = (args.reduce + kFoldLength - 1) / kFoldLength;
     const int64_t chunk_items = chunks * args.items;
     const int64_t work = args.batch * chunk_items;
@@ -161,11 +167,14 @@ inline int short_rows_per_slot(int64_t rows) {
 
 // A kernel for each number of rows per slot, so that each gets the registers
 // it needs rather than those of the longest chunks' pending subtrees.
-template <int kRowsPerSlot, bool kEvictFirst, typename in_t, typename acc_t, typename out_t, typename Op>
-__global__ void __launch_bounds__(kColumnThreads) column_short_kernel(ColumnArgs<in_t, acc_t, out_t> args, Op op) {
+template <int kRowsPerSlot, bool kEvictFirst, bool kPermutedOutput, typename in_t, typename acc_t, typename out_t,
+          typename Op>
+__global__ void __launch_bounds__(kColumnThreads)
+    column_short_kernel(ColumnArgs<in_t, acc_t, out_t> args, Op op, OutputIndex out_index) {
   start_pass();
-  with_width<column_width<in_t, acc_t>()>(
-      args.width, [&](auto width) { short_columns<kRowsPerSlot, decltype(width)::value, kEvictFirst>(args, op); });
+  with_width<kPermutedOutput ? 1 : column_width<in_t, acc_t>()>(args.width, [&](auto width) {
+    short_columns<kRowsPerSlot, decltype(width)::value, kEvictFirst, kPermutedOutput>(args, op, out_index);
+  });
 }
 
 }  // namespace cuda

@@ -11,8 +11,11 @@
 #include <c10/cuda/CUDAStream.h>
 #include <c10/cuda/CUDAException.h>
 
+#include <optional>
+
 #include "dispatch.h"
 #include "launch_config.cuh"
+#include "output.cuh"
 #include "reduce_front_end.h"
 #include "workspace.h"
 
@@ -22,6 +25,12 @@ namespace cuda {
 template <typename T>
 bool is_aligned(const T* p, size_t bytes = kVectorBytes) {
   return reinterpret_cast<uintptr_t>(p) % bytes == 0;
+}
+
+// Full reductions and rows of kSplitRowBytes or more go to
+// split_row_reduce_kernel.
+inline bool splits_rows(const ReduceLayout& layout, int64_t element_bytes) {
+  return layout.full || layout.reduce * element_bytes >= kSplitRowBytes;
 }
 
 template <typename scalar_t, typename acc_t, typename out_t, typename Op>
@@ -44,7 +53,7 @@ void launch_split_rows(const scalar_t* data, const ReduceLayout& layout, out_t* 
 }
 
 template <typename scalar_t, typename acc_t, typename out_t, typename Op>
-void launch_rows(const scalar_t* data, const ReduceLayout& layout, out_t* out, const Op& op,
+void launch_rows(const scalar_t* data, const ReduceLayout& layout, const Output<out_t>& out, const Op& op,
                  const c10::cuda::CUDAStream& stream) {
   constexpr int kWidth = vector_width<scalar_t>();
   const bool back_to_back = layout.batch == 1 || layout.batch_stride == layout.reduce;
@@ -52,8 +61,8 @@ void launch_rows(const scalar_t* data, const ReduceLayout& layout, out_t* out, c
                                              layout.batch * static_cast<int64_t>(sizeof(out_t)));
   const int64_t rows_per_vector = kWidth / layout.reduce;
   if (layout.reduce < kWidth && kWidth % layout.reduce == 0 && back_to_back && is_aligned(data) &&
-      is_aligned(out, rows_per_vector * sizeof(out_t))) {
-    PackedRowArgs<scalar_t, out_t> args{data, layout.batch, out};
+      out.index.dims == 0 && is_aligned(out.data, rows_per_vector * sizeof(out_t))) {
+    PackedRowArgs<scalar_t, out_t> args{data, layout.batch, out.data};
     const auto blocks = static_cast<unsigned int>(
         grid_stride_blocks(ceil_div(layout.batch / rows_per_vector, kRowSlots), kRowThreads));
     with_width<kWidth>(static_cast<int>(rows_per_vector), [&](auto rows) {
@@ -75,18 +84,30 @@ void launch_rows(const scalar_t* data, const ReduceLayout& layout, out_t* out, c
   const bool several_rows = row_reduce_rows_per_pass(items_per_lane) > 1;
   const int rows_per_pass = several_rows ? short_rows_per_pass(layout.batch, group, items_per_lane) : 1;
   RowArgs<scalar_t, out_t> args{data, layout.batch, layout.reduce, layout.batch_stride, group, items_per_lane,
-                                out, rows_per_pass};
+                                out.data, rows_per_pass};
   const int64_t threads_needed = ceil_div(layout.batch, rows_per_pass) * group;
   const auto blocks = static_cast<unsigned int>(grid_stride_blocks(threads_needed, kRowThreads));
+  const bool permuted = out.index.dims != 0;
   auto launch = [&](auto vectorized_loads, auto loads, auto several_rows, auto evict_first_loads) {
-    row_reduce_kernel<scalar_t, acc_t, out_t, Op, decltype(vectorized_loads)::value, decltype(loads)::value,
-                      decltype(several_rows)::value, decltype(evict_first_loads)::value>
-        <<<blocks, kRowThreads, 0, stream.stream()>>>(args, op);
+    auto kernel = [&](auto permuted_output) {
+      row_reduce_kernel<scalar_t, acc_t, out_t, Op, decltype(vectorized_loads)::value, decltype(loads)::value,
+                        decltype(several_rows)::value, decltype(evict_first_loads)::value,
+                        decltype(permuted_output)::value>
+          <<<blocks, kRowThreads, 0, stream.stream()>>>(args, op, out.index);
+    };
+    // Permuted outputs are small (output_index): no evict-first kernel of their own.
+    if constexpr (decltype(evict_first_loads)::value) {
+      kernel(std::false_type{});
+    } else if (permuted) {
+      kernel(std::true_type{});
+    } else {
+      kernel(std::false_type{});
+    }
   };
   // Evict-first loads for one row a lane, vectorized (see row_reduce_kernel).
   auto launch_one_row = [&](auto vectorized_loads, auto loads) {
     if constexpr (decltype(vectorized_loads)::value) {
-      if (evict_first) return launch(vectorized_loads, loads, std::false_type{}, std::true_type{});
+      if (evict_first && !permuted) return launch(vectorized_loads, loads, std::false_type{}, std::true_type{});
     }
     launch(vectorized_loads, loads, std::false_type{}, std::false_type{});
   };
@@ -112,23 +133,28 @@ void launch_rows(const scalar_t* data, const ReduceLayout& layout, out_t* out, c
 // pass's input). later_pass: it reads the partials of the pass before.
 template <typename in_t, typename acc_t, typename out_t, typename Op>
 at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, int64_t columns, int64_t batch_stride,
-                              int64_t reduce_stride, out_t* out, const Op& op, const c10::cuda::CUDAStream& stream,
+                              int64_t reduce_stride, const Output<out_t>& out, const Op& op,
+                              const c10::cuda::CUDAStream& stream,
                               bool later_pass) {
   const int64_t chunks = ceil_div(reduce, kFoldLength);
   const int64_t bytes = batch * reduce * columns * static_cast<int64_t>(sizeof(in_t));
+  // A permuted output (of columns of one chunk: output_index) is written by
+  // column_short_kernel's kernels for it, in items of one column.
+  const bool permuted = out.index.dims != 0;
+  ColumnKernel kernel = permuted ? ColumnKernel::Short
+                                 : column_kernel(reduce, batch, ceil_div(columns, column_width<in_t, acc_t>()), bytes,
+                                                 columns * static_cast<int64_t>(sizeof(in_t)));
   // Items: the widest vector of columns that every row and batch start
   // aligned to.
-  int width = column_width<in_t, acc_t>();
+  int width = permuted ? 1 : column_width<in_t, acc_t>();
   while (width > 1 && !(is_aligned(data, width * sizeof(in_t)) && columns % width == 0 && reduce_stride % width == 0 &&
                         (batch == 1 || batch_stride % width == 0)))
     width /= 2;
   ColumnArgs<in_t, acc_t, out_t> args{data, batch, reduce, columns, batch_stride, reduce_stride, width};
   args.items = ceil_div(columns, args.width);
-  ColumnKernel kernel = column_kernel(reduce, batch, ceil_div(columns, column_width<in_t, acc_t>()), bytes,
-                                      columns * static_cast<int64_t>(sizeof(in_t)));
   if (kernel == ColumnKernel::Tile && narrow_items_to_block(reduce, batch, args.items, width * sizeof(in_t)))
     kernel = ColumnKernel::Block;
-  args.out = out;
+  args.out = out.data;
 
   int64_t values_left = 1;  // per column, after this pass
   int64_t blocks = 0;
@@ -178,8 +204,10 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
       // Rows per slot are a power of two up to 8, dispatched like an item width.
       with_width<kSlots>(short_rows_per_slot(reduce), [&](auto rows_per_slot) {
         constexpr int kRowsPerSlot = decltype(rows_per_slot)::value;
-        launch(evict_first ? column_short_kernel<kRowsPerSlot, true, in_t, acc_t, out_t, Op>
-                           : column_short_kernel<kRowsPerSlot, false, in_t, acc_t, out_t, Op>);
+        auto kernel = permuted      ? column_short_kernel<kRowsPerSlot, false, true, in_t, acc_t, out_t, Op>
+                      : evict_first ? column_short_kernel<kRowsPerSlot, true, false, in_t, acc_t, out_t, Op>
+                                    : column_short_kernel<kRowsPerSlot, false, false, in_t, acc_t, out_t, Op>;
+        launch_pass(kernel, grid, kColumnThreads, stream.stream(), early, args, op, out.index);
       });
       break;
     case ColumnKernel::Block:
@@ -201,7 +229,7 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
 }
 
 template <typename scalar_t, typename acc_t, typename out_t, typename Op>
-void launch_columns(const scalar_t* data, const ReduceLayout& layout, out_t* out, const Op& op,
+void launch_columns(const scalar_t* data, const ReduceLayout& layout, const Output<out_t>& out, const Op& op,
                     const c10::cuda::CUDAStream& stream) {
   at::Tensor partials = launch_column_pass<scalar_t, acc_t, out_t>(
       data, layout.batch, layout.reduce, layout.inner, layout.batch_stride, layout.reduce_stride, out, op, stream,
@@ -216,23 +244,74 @@ void launch_columns(const scalar_t* data, const ReduceLayout& layout, out_t* out
 }
 
 template <typename scalar_t, typename acc_t, typename out_t, typename Op>
-void launch_layout_reduction(const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out, const Op& op) {
+void launch_layout_reduction(const at::Tensor& input, const ReduceLayout& layout, const Output<out_t>& out,
+                             const Op& op) {
   const auto stream = c10::cuda::getCurrentCUDAStream();
   const auto* data = reinterpret_cast<const scalar_t*>(input.data_ptr());
-  auto* out_data = reinterpret_cast<out_t*>(out.data_ptr());
-  if (layout.kind == ReduceLayout::Outer) return launch_columns<scalar_t, acc_t, out_t>(data, layout, out_data, op, stream);
-  if (layout.full || layout.reduce * static_cast<int64_t>(sizeof(scalar_t)) >= kSplitRowBytes)
-    return launch_split_rows<scalar_t, acc_t, out_t>(data, layout, out_data, op, stream);
-  launch_rows<scalar_t, acc_t, out_t>(data, layout, out_data, op, stream);
+  if (layout.kind == ReduceLayout::Outer) return launch_columns<scalar_t, acc_t, out_t>(data, layout, out, op, stream);
+  if (splits_rows(layout, sizeof(scalar_t)))
+    return launch_split_rows<scalar_t, acc_t, out_t>(data, layout, out.data, op, stream);
+  launch_rows<scalar_t, acc_t, out_t>(data, layout, out, op, stream);
+}
+
+// Permuted outputs (output.cuh) of up to this many elements are written in
+// place; larger ones are written dense and copied. Stores through a
+// permutation land a sector each where a dense output's are coalesced, and
+// for large outputs that costs more than the copy's kernel saved. H100, a
+// dev probe (not committed) on a build that wrote every size in place, n
+// outputs of a permuted view of a contiguous (n / m, m, 8) tensor reduced
+// over its last dim, m = 16 or n / 16, in place against dense and copied,
+// float32 us: n = 4096 2.5 against 4.0; 65536 3.0-3.4 against 4.7; 262144
+// 4.9-5.9 against 6.0-5.8; bfloat16 262144 5.8-6.3 against 6.0-5.8, 1048576
+// 13-14 against 9.8. Columns of 8 rows were alike.
+constexpr int64_t kPermutedOutputMaxElements = 1 << 16;
+
+// Where the kernels write `out` (of the dims of the tensor they reduce, size
+// 1 where reduced): no dims where it is dense; nullopt where it is written
+// dense and copied. Permuted outputs are written by kernels of their own
+// (output.cuh) for rows of a warp or less and columns of one chunk, the
+// small reductions where the copy's kernel is a good part of the time;
+// longer ones are written dense.
+inline std::optional<OutputIndex> output_index(const at::Tensor& out, const ReduceLayout& layout,
+                                               int64_t element_bytes) {
+  int64_t sizes[kMaxOutputDims], strides[kMaxOutputDims];
+  int dims = 0;
+  for (int64_t d = out.dim() - 1; d >= 0; --d) {
+    const int64_t size = out.size(d), stride = out.stride(d);
+    if (size == 1) continue;
+    if (dims > 0 && stride == strides[dims - 1] * sizes[dims - 1]) {
+      sizes[dims - 1] *= size;
+      continue;
+    }
+    if (dims == kMaxOutputDims) return std::nullopt;
+    sizes[dims] = size;
+    strides[dims] = stride;
+    ++dims;
+  }
+  if (dims == 0 || (dims == 1 && strides[0] == 1)) return OutputIndex{};
+  const bool permuted_kernels = layout.kind == ReduceLayout::Outer ? layout.reduce <= kFoldLength
+                                                                   : !splits_rows(layout, element_bytes);
+  if (out.numel() > kPermutedOutputMaxElements || !permuted_kernels) return std::nullopt;
+  OutputIndex index;
+  index.dims = dims;
+  for (int d = 0; d < dims; ++d) {
+    set_divisor(index, d, static_cast<uint32_t>(sizes[d]));
+    index.strides[d] = static_cast<uint32_t>(strides[d]);
+  }
+  return index;
 }
 
 // The LayoutKernel body of one ReduceKind; each reduce_<kind>.cu instantiates
 // its own, so the kinds compile in parallel.
 template <ReduceKind kind>
 void reduce_layout(const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out) {
+  const std::optional<OutputIndex> index = output_index(out, layout, input.element_size());
+  if (!index) return reduce_through_dense(out, [&](at::Tensor& dense) { reduce_layout<kind>(input, layout, dense); });
   dispatch_reduction<kind>(input.scalar_type(), out.scalar_type(), layout.reduce, [&](auto types, auto op) {
     using T = decltype(types);
-    launch_layout_reduction<typename T::scalar_t, typename T::acc_t, typename T::out_t>(input, layout, out, op);
+    using out_t = typename T::out_t;
+    const Output<out_t> output{reinterpret_cast<out_t*>(out.data_ptr()), *index};
+    launch_layout_reduction<typename T::scalar_t, typename T::acc_t, out_t>(input, layout, output, op);
   });
 }
 

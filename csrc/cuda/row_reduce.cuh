@@ -13,6 +13,7 @@
 
 #include <type_traits>
 
+#include "output.cuh"
 #include "primitives.cuh"
 
 namespace torch_reduce {
@@ -69,12 +70,14 @@ constexpr int row_kernel_min_blocks() {
 // kEvictFirst: the vectorized loads read evict-first (evict_first_input);
 // launched for one row a lane only (for several rows, evict-first loads
 // took that kernel from 8 to 48 bytes of spills: ptxas sm_90, as a run-time
-// policy).
+// policy). kPermutedOutput: args.out is a permuted view, `out_index`
+// (output.cuh).
 template <typename scalar_t, typename acc_t, typename out_t, typename Op, bool kVectorized, int kLoads, bool kSeveralRows,
-          bool kEvictFirst>
+          bool kEvictFirst, bool kPermutedOutput>
 __global__ void __launch_bounds__(kRowThreads, (row_kernel_min_blocks<scalar_t, acc_t, kVectorized, kSeveralRows>()))
-    row_reduce_kernel(RowArgs<scalar_t, out_t> args, Op op) {
+    row_reduce_kernel(RowArgs<scalar_t, out_t> args, Op op, OutputIndex out_index) {
   constexpr int kWidth = vector_width<scalar_t>();
+  const Output<out_t> out{args.out, out_index};
   const int group = args.group;
   const int lane = threadIdx.x % group;
   const int64_t items = (args.row_length + kWidth - 1) / kWidth;
@@ -141,7 +144,8 @@ __global__ void __launch_bounds__(kRowThreads, (row_kernel_min_blocks<scalar_t, 
 #pragma unroll
       for (int s = 1; s < kRowSlots; ++s) acc[0] = op.combine(acc[0], acc[s]);
       const acc_t total = group_reduce(acc[0], group, op);
-      if (lane == 0 && first < args.rows) args.out[first] = static_cast<out_t>(op.project(total));
+      if (lane == 0 && first < args.rows)
+        *out.template at<kPermutedOutput>(first) = static_cast<out_t>(op.project(total));
     } else {
       // Several short rows: the warp's groups take rows_per_pass rounds of
       // consecutive rows (row r of group g is row g + r * groups of the
@@ -185,7 +189,8 @@ __global__ void __launch_bounds__(kRowThreads, (row_kernel_min_blocks<scalar_t, 
           if (k == ipl - 1 && r < rows_per_pass) {
             const acc_t total = group_reduce(row_acc, group, op);
             const int64_t row = group_row + static_cast<int64_t>(r) * groups_per_warp;
-            if (lane == 0 && row < args.rows) args.out[row] = static_cast<out_t>(op.project(total));
+            if (lane == 0 && row < args.rows)
+              *out.template at<kPermutedOutput>(row) = static_cast<out_t>(op.project(total));
           }
           k = k + 1 == ipl ? 0 : k + 1;
           r = k == 0 ? r + 1 : r;
