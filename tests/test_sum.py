@@ -212,15 +212,21 @@ def test_layouts(device, dtype, layout, dim, make_input, check):
     check(torch_reduce.sum(x, dim, keepdim=True), x, dim=dim, keepdim=True)
 
 
-def read_in_place(reduce, x):
-    """reduce()'s result, asserting that it allocated no copy of x: its peak allocation stays
-    under half of x's bytes."""
+def peak_allocation(call):
+    """call()'s result, and the most CUDA memory it held at once beyond what was allocated before."""
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     before = torch.cuda.memory_allocated()
-    out = reduce()
+    out = call()
     torch.cuda.synchronize()
-    assert torch.cuda.max_memory_allocated() - before < x.numel() * x.element_size() // 2
+    return out, torch.cuda.max_memory_allocated() - before
+
+
+def read_in_place(reduce, x):
+    """reduce()'s result, asserting that it allocated no copy of x: its peak allocation stays
+    under half of x's bytes."""
+    out, peak = peak_allocation(reduce)
+    assert peak < x.numel() * x.element_size() // 2
     return out
 
 
@@ -385,12 +391,8 @@ def test_permuted_outputs_written_in_place(cuda_device, case, make_input, check)
     view, shape, dims = PERMUTED_OUTPUT_CASES[case]
     x = view(make_input(shape, torch.float32, cuda_device))
     torch_reduce.sum(x, dims)  # the stream's workspace, once
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
-    before = torch.cuda.memory_allocated()
-    out = torch_reduce.sum(x, dims)
-    torch.cuda.synchronize()
-    assert torch.cuda.max_memory_allocated() - before < 2 * out.numel() * out.element_size()
+    out, peak = peak_allocation(lambda: torch_reduce.sum(x, dims))
+    assert peak < 2 * out.numel() * out.element_size()
     check(out, x, dim=dims)
 
 
