@@ -95,14 +95,11 @@ void launch_rows(const scalar_t* data, const ReduceLayout& layout, const Output<
                         decltype(permuted_output)::value>
           <<<blocks, kRowThreads, 0, stream.stream()>>>(args, op, out.index);
     };
-    // Permuted outputs are small (output_index): no evict-first kernel of their own.
-    if constexpr (decltype(evict_first_loads)::value) {
-      kernel(std::false_type{});
-    } else if (permuted) {
-      kernel(std::true_type{});
-    } else {
-      kernel(std::false_type{});
+    // Permuted outputs are small (output_index): the evict-first kernels write dense ones only.
+    if constexpr (!decltype(evict_first_loads)::value) {
+      if (permuted) return kernel(std::true_type{});
     }
+    kernel(std::false_type{});
   };
   // Evict-first loads for one row a lane, vectorized (see row_reduce_kernel).
   auto launch_one_row = [&](auto vectorized_loads, auto loads) {
