@@ -127,7 +127,7 @@ __device__ __forceinline__ void short_chunk(const in_t* base, int64_t stride, in
 template <int kRowsPerSlot, int kItems, bool kEvictFirst, bool kPermutedOutput, typename in_t, typename acc_t,
           typename out_t, typename Op>
 __device__ __forceinline__ void short_columns(const ColumnArgs<in_t, acc_t, out_t>& args, const Op& op,
-                                              const OutputIndex& out_index) {
+                                              const StridedIndex& out_index) {
   const Output<out_t> out{args.out, out_index};
   const int64_t step = static_cast<int64_t>(gridDim.x) * kColumnThreads;
   const int64_t first = blockIdx.x * static_cast<int64_t>(kColumnThreads) + threadIdx.x;
@@ -170,7 +170,7 @@ inline int short_rows_per_slot(int64_t rows) {
 template <int kRowsPerSlot, bool kEvictFirst, bool kPermutedOutput, typename in_t, typename acc_t, typename out_t,
           typename Op>
 __global__ void __launch_bounds__(kColumnThreads)
-    column_short_kernel(ColumnArgs<in_t, acc_t, out_t> args, Op op, OutputIndex out_index) {
+    column_short_kernel(ColumnArgs<in_t, acc_t, out_t> args, Op op, StridedIndex out_index) {
   start_pass();
   with_width<kPermutedOutput ? 1 : column_width<in_t, acc_t>()>(args.width, [&](auto width) {
     short_columns<kRowsPerSlot, decltype(width)::value, kEvictFirst, kPermutedOutput>(args, op, out_index);

@@ -269,9 +269,9 @@ constexpr int64_t kPermutedOutputMaxElements = 1 << 16;
 // (output.cuh) for rows of a warp or less and columns of one chunk, the
 // small reductions where the copy's kernel is a good part of the time;
 // longer ones are written dense.
-inline std::optional<OutputIndex> output_index(const at::Tensor& out, const ReduceLayout& layout,
+inline std::optional<StridedIndex> output_index(const at::Tensor& out, const ReduceLayout& layout,
                                                int64_t element_bytes) {
-  int64_t sizes[kMaxOutputDims], strides[kMaxOutputDims];
+  int64_t sizes[kMaxStridedDims], strides[kMaxStridedDims];
   int dims = 0;
   for (int64_t d = out.dim() - 1; d >= 0; --d) {
     const int64_t size = out.size(d), stride = out.stride(d);
@@ -280,16 +280,16 @@ inline std::optional<OutputIndex> output_index(const at::Tensor& out, const Redu
       sizes[dims - 1] *= size;
       continue;
     }
-    if (dims == kMaxOutputDims) return std::nullopt;
+    if (dims == kMaxStridedDims) return std::nullopt;
     sizes[dims] = size;
     strides[dims] = stride;
     ++dims;
   }
-  if (dims == 0 || (dims == 1 && strides[0] == 1)) return OutputIndex{};
+  if (dims == 0 || (dims == 1 && strides[0] == 1)) return StridedIndex{};
   const bool permuted_kernels = layout.kind == ReduceLayout::Outer ? layout.reduce <= kFoldLength
                                                                    : !splits_rows(layout, element_bytes);
   if (out.numel() > kPermutedOutputMaxElements || !permuted_kernels) return std::nullopt;
-  OutputIndex index;
+  StridedIndex index;
   index.dims = dims;
   for (int d = 0; d < dims; ++d) {
     set_divisor(index, d, static_cast<uint32_t>(sizes[d]));
@@ -302,7 +302,7 @@ inline std::optional<OutputIndex> output_index(const at::Tensor& out, const Redu
 // its own, so the kinds compile in parallel.
 template <ReduceKind kind>
 void reduce_layout(const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out) {
-  const std::optional<OutputIndex> index = output_index(out, layout, input.element_size());
+  const std::optional<StridedIndex> index = output_index(out, layout, input.element_size());
   if (!index) return reduce_through_dense(out, [&](at::Tensor& dense) { reduce_layout<kind>(input, layout, dense); });
   dispatch_reduction<kind>(input.scalar_type(), out.scalar_type(), layout.reduce, [&](auto types, auto op) {
     using T = decltype(types);

@@ -75,7 +75,7 @@ constexpr int row_kernel_min_blocks() {
 template <typename scalar_t, typename acc_t, typename out_t, typename Op, bool kVectorized, int kLoads, bool kSeveralRows,
           bool kEvictFirst, bool kPermutedOutput>
 __global__ void __launch_bounds__(kRowThreads, (row_kernel_min_blocks<scalar_t, acc_t, kVectorized, kSeveralRows>()))
-    row_reduce_kernel(RowArgs<scalar_t, out_t> args, Op op, OutputIndex out_index) {
+    row_reduce_kernel(RowArgs<scalar_t, out_t> args, Op op, StridedIndex out_index) {
   constexpr int kWidth = vector_width<scalar_t>();
   const Output<out_t> out{args.out, out_index};
   const int group = args.group;
