@@ -11,6 +11,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "algorithm.h"
 #include "ops.h"
@@ -28,18 +29,38 @@ namespace torch_reduce {
 //    element (b, r, c) at data + b * batch_stride + r * reduce_stride + c;
 //    out[b * inner + c]
 //
+//  Gather (rows read through strides): dims that merge into neither, whose
+//  copy would be rows. Output b's element r is at
+//    data + offset(b, batch_runs) + offset(r, reduce_runs);     out[b]
+//  where offset(i, runs) takes i's row-major coordinates over the runs.
+//    (inner == 1; batch_stride and reduce_stride unused)
+//  Its elements are folded in the order of a contiguous row of `reduce`
+//  elements, so that the result is the one the copy would have given.
+//
 // Strides are in elements; `data` is input.data_ptr() (storage offset
 // included). `full` marks a reduction over every element (batch == 1), for
 // which the launch may depend on the size: dim reductions must not let the
 // launch depend on `batch` or `inner` (batch invariance).
+constexpr int kMaxRuns = 4;
+
+// Merged dims of a Gather layout, innermost first; offsets of the elements
+// they hold fit in 31 bits (plan_gather).
+struct Runs {
+  int count = 0;
+  int64_t sizes[kMaxRuns] = {};
+  int64_t strides[kMaxRuns] = {};
+};
+
 struct ReduceLayout {
-  enum Kind { Inner, Outer } kind;
+  enum Kind { Inner, Outer, Gather } kind;
   int64_t batch;
   int64_t reduce;
   int64_t inner;
   int64_t batch_stride;
   int64_t reduce_stride;
   bool full;
+  Runs batch_runs = {};   // Gather only
+  Runs reduce_runs = {};  // Gather only
 };
 
 // Reduces `input` (already of a dtype that dispatch.h instantiates) as
@@ -60,6 +81,10 @@ void reduce_through_dense(at::Tensor& out, ReduceDense&& reduce_dense) {
   reduce_dense(dense);
   out.copy_(dense);
 }
+
+// A Gather layout's rows as a new contiguous tensor, and the Inner layout
+// that reads it, for a backend without gathering kernels (the CPU).
+std::pair<at::Tensor, ReduceLayout> gathered_rows(const at::Tensor& input, const ReduceLayout& layout);
 
 // Merges adjacent dims of `input` (sizes of 1 dropped) and matches the
 // result against the two layouts; std::nullopt when neither fits.

@@ -62,6 +62,15 @@ for base, perm, dims in (((5, 7, 75, 44), (3, 1, 2, 0), (1,)), ((30, 12, 700), (
         check(f"sum permuted {tuple(x.shape)} {dims} {dtype}", torch_reduce.sum(x, dims),
               torch.sum(x.cpu().double(), dims).to(dtype), False)
 
+# Rows read through their strides (gathered): several rows a lane, one row a lane, transposed, a
+# strided reduced dim in split rows.
+for base, view, dims in (((2, 180000, 3), lambda t: t, (0, 2)), ((5, 1200, 181), lambda t: t, (0, 2)),
+                         ((15, 23400, 3), lambda t: t.transpose(0, 2), (0, 2)), ((60, 40002), lambda t: t[:, ::2], (1,))):
+    for dtype in (torch.float32, torch.bfloat16):
+        x = view(torch.randn(base, device=device).to(dtype))
+        check(f"sum gathered {tuple(x.shape)} {dims} {dtype}", torch_reduce.sum(x, dims),
+              torch.sum(x.cpu().double(), dims).to(dtype), False)
+
 # column_tile_kernel over 16 MiB; column_block_kernel once a tile per block fills the GPU;
 # column_short_kernel as the first level of 128 MiB, then single chunks of its chunk values.
 for shape in ((4100, 1024), (65536, 4096), (262144, 128)):

@@ -313,9 +313,24 @@ PERMUTED_CASES = {
 }
 
 
+# Dims whose copy would be rows, read in place through their strides instead (gathered rows), in
+# dim reductions of 2^20 elements or more: (view of a fresh input, its shape, dims), as in
+# STAGED_CASES. Reduced dims on both sides of the kept ones with too few values an output for
+# stages (rows of a warp, several a lane, one a lane), transposed, kept dims in two runs, a
+# strided reduced dim (rows of a block).
+GATHERED_CASES = {
+    "reduced on both sides": (lambda x: x, (3, 8000, 44), (0, 2)),
+    "short, reduced on both sides": (lambda x: x, (2, 180000, 3), (0, 2)),
+    "long, reduced on both sides": (lambda x: x, (5, 1200, 181), (0, 2)),
+    "transposed, reduced on both sides": (lambda x: x.transpose(0, 2), (15, 23400, 3), (0, 2)),
+    "two kept runs": (lambda x: x[..., :3], (1010, 58, 6, 4), (1, 3)),
+    "strided reduced dim": (lambda x: x[:, ::2], (60, 40000), (1,)),
+}
+
 # The layouts that the kernels read without a copy of the input.
 IN_PLACE_CASES = {**{f"several runs, {k}": v for k, v in STAGED_CASES.items()},
-                  **{f"kept dims out of order, {k}": v for k, v in PERMUTED_CASES.items()}}
+                  **{f"kept dims out of order, {k}": v for k, v in PERMUTED_CASES.items()},
+                  **{f"gathered rows, {k}": v for k, v in GATHERED_CASES.items()}}
 
 
 @pytest.mark.parametrize("op,dtype", STAGED_OPS, ids=_id)
@@ -341,6 +356,45 @@ def test_reduced_without_copying_the_input_read_in_place(cuda_device, case, make
     view, shape, dims = IN_PLACE_CASES[case]
     x = view(make_input(shape, torch.bfloat16, cuda_device))
     read_in_place(lambda: torch_reduce.sum(x) if dims is None else torch_reduce.sum(x, dims), x)
+
+
+# Gathered rows beside the copies they replace, and the cases still copied: small inputs, full
+# reductions, more runs than the kernels index (five reduced runs). (Columns are copied too, so
+# that a slice whose kept dims no longer merge reads as the whole does: KEPT_SLICES.)
+ROWS_CASES = {**GATHERED_CASES,
+              "small, copied": (lambda x: x, (3, 179, 44), (0, 2)),
+              "full reduction of a slice, copied": (lambda x: x[::2], (2**21 + 6,), None),
+              "five reduced runs, copied": (lambda x: x, (3, 2, 3, 2, 3, 2, 3, 2, 3, 2), (0, 2, 4, 6, 8))}
+
+
+def rows_copy(x, dims):
+    """x with its kept dims first and its reduced dims after them in memory order, made
+    contiguous (the copy that gathered rows replace), and the dims it reduces."""
+    reduced = range(x.dim()) if dims is None else [d % x.dim() for d in dims]
+    kept = [d for d in range(x.dim()) if d not in reduced]
+    by_stride = sorted(reduced, key=lambda d: -x.stride(d))
+    return x.permute(kept + by_stride).contiguous(), tuple(range(len(kept), x.dim()))
+
+
+@pytest.mark.parametrize("op,dtype", STAGED_OPS, ids=_id)
+@pytest.mark.parametrize("case", list(ROWS_CASES), ids=_id)
+def test_gathered_rows_give_the_bits_of_their_copy(device, case, op, dtype, make_input, bitwise_equal, poison):
+    """Rows read in place through their strides give the bits of the same rows copied (kept dims
+    first, reduced dims after them in memory order), every output written (the allocator's
+    blocks hold NaN beforehand), and a slice of a kept dim gives the same bits as the same
+    outputs of the whole (batch invariance)."""
+    view, shape, dims = ROWS_CASES[case]
+    x = view(make_input(shape, dtype, device))
+    reduce = getattr(torch_reduce, op)
+    copy, copy_dims = rows_copy(x, dims)
+    poison(device, copy.numel() * 8)
+    out = reduce(x) if dims is None else reduce(x, dims)
+    bitwise_equal(out, reduce(copy, copy_dims), "the copy's rows")
+    if dims is not None:
+        kept = next(d for d in range(x.dim()) if d not in dims and x.size(d) > 1)
+        cut = x.narrow(kept, 1, x.size(kept) - 2)
+        bitwise_equal(reduce(cut, dims), out.narrow(sum(d not in dims for d in range(kept)), 1, x.size(kept) - 2),
+                      "a slice of a kept dim")
 
 
 # Kept dims out of memory order, one case for each kernel that writes outputs: on CUDA, small

@@ -4,6 +4,7 @@
 //                                    packed_row_reduce_kernel (rows shorter than a vector)
 //   strided columns               -> column_short_kernel, column_block_kernel
 //                                    or column_tile_kernel, pass after pass
+//   rows read through strides     -> the row kernels' gathered instantiations
 // Included by one translation unit per ReduceKind (reduce_<kind>.cu).
 #pragma once
 
@@ -14,6 +15,7 @@
 #include <optional>
 
 #include "dispatch.h"
+#include "gathered_rows.cuh"
 #include "launch_config.cuh"
 #include "output.cuh"
 #include "reduce_front_end.h"
@@ -36,7 +38,9 @@ inline bool splits_rows(const ReduceLayout& layout, int64_t element_bytes) {
 template <typename scalar_t, typename acc_t, typename out_t, typename Op>
 void launch_split_rows(const scalar_t* data, const ReduceLayout& layout, out_t* out, const Op& op,
                        const c10::cuda::CUDAStream& stream) {
-  auto kernel = split_row_reduce_kernel<scalar_t, acc_t, out_t, Op>;
+  const bool gathered = layout.kind == ReduceLayout::Gather;
+  auto kernel = gathered ? split_row_reduce_kernel<scalar_t, acc_t, out_t, Op, true>
+                         : split_row_reduce_kernel<scalar_t, acc_t, out_t, Op, false>;
   const int64_t splits = layout.full
                              ? full_reduction_splits(layout.reduce, sizeof(scalar_t), resident_blocks(kernel, kSplitThreads))
                              : dim_reduction_splits(layout.reduce, sizeof(scalar_t));
@@ -48,7 +52,8 @@ void launch_split_rows(const scalar_t* data, const ReduceLayout& layout, out_t* 
   }
   const int64_t blocks = layout.batch * splits;
   TORCH_CHECK(blocks <= std::numeric_limits<int32_t>::max(), "torch_reduce: reduction too large for one launch");
-  kernel<<<static_cast<unsigned int>(blocks), kSplitThreads, 0, stream.stream()>>>(args, op);
+  kernel<<<static_cast<unsigned int>(blocks), kSplitThreads, 0, stream.stream()>>>(
+      args, op, gathered ? row_gather(layout) : RowGather{});
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -56,7 +61,9 @@ template <typename scalar_t, typename acc_t, typename out_t, typename Op>
 void launch_rows(const scalar_t* data, const ReduceLayout& layout, const Output<out_t>& out, const Op& op,
                  const c10::cuda::CUDAStream& stream) {
   constexpr int kWidth = vector_width<scalar_t>();
-  const bool back_to_back = layout.batch == 1 || layout.batch_stride == layout.reduce;
+  const bool gathered = layout.kind == ReduceLayout::Gather;
+  const RowGather gather = gathered ? row_gather(layout) : RowGather{};
+  const bool back_to_back = !gathered && (layout.batch == 1 || layout.batch_stride == layout.reduce);
   const bool evict_first = evict_first_input(layout.batch * layout.reduce * static_cast<int64_t>(sizeof(scalar_t)),
                                              layout.batch * static_cast<int64_t>(sizeof(out_t)));
   const int64_t rows_per_vector = kWidth / layout.reduce;
@@ -75,7 +82,7 @@ void launch_rows(const scalar_t* data, const ReduceLayout& layout, const Output<
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return;
   }
-  const bool vectorized = is_aligned(data) && layout.reduce % kWidth == 0 &&
+  const bool vectorized = !gathered && is_aligned(data) && layout.reduce % kWidth == 0 &&
                           (layout.batch_stride * sizeof(scalar_t)) % kVectorBytes == 0;
   const int64_t items = ceil_div(layout.reduce, kWidth);
   const int group = row_group_size(items);
@@ -89,17 +96,26 @@ void launch_rows(const scalar_t* data, const ReduceLayout& layout, const Output<
   const auto blocks = static_cast<unsigned int>(grid_stride_blocks(threads_needed, kRowThreads));
   const bool permuted = out.index.dims != 0;
   auto launch = [&](auto vectorized_loads, auto loads, auto several_rows, auto evict_first_loads) {
-    auto kernel = [&](auto permuted_output) {
+    auto kernel = [&](auto permuted_output, auto gathered_rows) {
       row_reduce_kernel<scalar_t, acc_t, out_t, Op, decltype(vectorized_loads)::value, decltype(loads)::value,
                         decltype(several_rows)::value, decltype(evict_first_loads)::value,
-                        decltype(permuted_output)::value>
-          <<<blocks, kRowThreads, 0, stream.stream()>>>(args, op, out.index);
+                        decltype(permuted_output)::value, decltype(gathered_rows)::value>
+          <<<blocks, kRowThreads, 0, stream.stream()>>>(args, op, out.index, gather);
     };
-    // Permuted outputs are small (output_index): the evict-first kernels write dense ones only.
+    // Permuted outputs are small (output_index) and gathered rows are read
+    // element by element: the evict-first kernels read contiguous rows into
+    // dense outputs only.
     if constexpr (!decltype(evict_first_loads)::value) {
-      if (permuted) return kernel(std::true_type{});
+      auto write = [&](auto gathered_rows) {
+        if (permuted) return kernel(std::true_type{}, gathered_rows);
+        kernel(std::false_type{}, gathered_rows);
+      };
+      if constexpr (!decltype(vectorized_loads)::value) {
+        if (gathered) return write(std::true_type{});
+      }
+      return write(std::false_type{});
     }
-    kernel(std::false_type{});
+    kernel(std::false_type{}, std::false_type{});
   };
   // Evict-first loads for one row a lane, vectorized (see row_reduce_kernel).
   auto launch_one_row = [&](auto vectorized_loads, auto loads) {
@@ -240,6 +256,7 @@ void launch_columns(const scalar_t* data, const ReduceLayout& layout, const Outp
   }
 }
 
+// Gather layouts are rows, read by the row kernels' gathered instantiations.
 template <typename scalar_t, typename acc_t, typename out_t, typename Op>
 void launch_layout_reduction(const at::Tensor& input, const ReduceLayout& layout, const Output<out_t>& out,
                              const Op& op) {

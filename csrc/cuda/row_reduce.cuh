@@ -13,6 +13,7 @@
 
 #include <type_traits>
 
+#include "gathered_rows.cuh"
 #include "output.cuh"
 #include "primitives.cuh"
 
@@ -71,11 +72,13 @@ constexpr int row_kernel_min_blocks() {
 // launched for one row a lane only (for several rows, evict-first loads
 // took that kernel from 8 to 48 bytes of spills: ptxas sm_90, as a run-time
 // policy). kPermutedOutput: args.out is a permuted view, `out_index`
-// (output.cuh).
+// (output.cuh). kGathered: the rows are read through `gather`
+// (gathered_rows.cuh), element by element; args.row_stride is unused.
 template <typename scalar_t, typename acc_t, typename out_t, typename Op, bool kVectorized, int kLoads, bool kSeveralRows,
-          bool kEvictFirst, bool kPermutedOutput>
+          bool kEvictFirst, bool kPermutedOutput, bool kGathered>
 __global__ void __launch_bounds__(kRowThreads, (row_kernel_min_blocks<scalar_t, acc_t, kVectorized, kSeveralRows>()))
-    row_reduce_kernel(RowArgs<scalar_t, out_t> args, Op op, StridedIndex out_index) {
+    row_reduce_kernel(RowArgs<scalar_t, out_t> args, Op op, StridedIndex out_index, RowGather gather) {
+  static_assert(!(kGathered && kVectorized), "gathered rows are read element by element");
   constexpr int kWidth = vector_width<scalar_t>();
   const Output<out_t> out{args.out, out_index};
   const int group = args.group;
@@ -97,6 +100,10 @@ __global__ void __launch_bounds__(kRowThreads, (row_kernel_min_blocks<scalar_t, 
   // An item's load: one 16-byte vector, or its elements one by one.
   using Loaded = std::conditional_t<kVectorized, Vector<scalar_t>, Elements<scalar_t>>;
   auto load_item = [&](int64_t row, int64_t item) -> Loaded {
+    if constexpr (kGathered) {
+      return load_gathered(args.data + strided_offset(static_cast<uint32_t>(row), gather.rows), item * kWidth,
+                           args.row_length, gather);
+    }
     const scalar_t* p = args.data + row * args.row_stride + item * kWidth;
     if constexpr (kVectorized) {
       return load_input<kEvictFirst>(p);

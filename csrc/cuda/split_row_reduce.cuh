@@ -18,6 +18,9 @@
 
 #include <cuda/atomic>
 
+#include <type_traits>
+
+#include "gathered_rows.cuh"
 #include "primitives.cuh"
 
 namespace torch_reduce {
@@ -39,9 +42,12 @@ struct SplitRowArgs {
   unsigned int* tickets;   // rows zeroed counters (unused when splits == 1)
 };
 
-template <typename scalar_t, typename acc_t, typename out_t, typename Op>
+// kGathered: the rows are read through `gather` (gathered_rows.cuh), as
+// rows that start on a 16-byte boundary (no head), a vector's elements one
+// by one; args.row_stride is unused.
+template <typename scalar_t, typename acc_t, typename out_t, typename Op, bool kGathered>
 __global__ void __launch_bounds__(kSplitThreads)
-    split_row_reduce_kernel(SplitRowArgs<scalar_t, acc_t, out_t> args, Op op) {
+    split_row_reduce_kernel(SplitRowArgs<scalar_t, acc_t, out_t> args, Op op, RowGather gather) {
   constexpr int kWidth = vector_width<scalar_t>();
   __shared__ acc_t scratch[kSplitThreads / kWarpSize];
   __shared__ bool is_last_block;
@@ -49,13 +55,40 @@ __global__ void __launch_bounds__(kSplitThreads)
   const int64_t row = blockIdx.x / args.splits;
   const int64_t split = blockIdx.x % args.splits;
   const int tid = threadIdx.x;
-  const scalar_t* row_data = args.data + row * args.row_stride;
+  const scalar_t* row_data = kGathered ? args.data + strided_offset(static_cast<uint32_t>(row), gather.rows)
+                                       : args.data + row * args.row_stride;
   const int64_t n = args.row_length;
 
-  const int64_t head = misaligned_head(row_data, n);
+  const int64_t head = kGathered ? 0 : misaligned_head(row_data, n);
   const int64_t vectors = (n - head) / kWidth;
   const int64_t tail_start = head + vectors * kWidth;
   const scalar_t* body = row_data + head;
+
+  auto element = [&](int64_t i) -> acc_t {
+    if constexpr (kGathered) {
+      return static_cast<acc_t>(row_data[gathered_element(static_cast<uint32_t>(i), gather).offset]);
+    } else {
+      return static_cast<acc_t>(row_data[i]);
+    }
+  };
+  // Vector i of the body.
+  using Loaded = std::conditional_t<kGathered, Elements<scalar_t>, Vector<scalar_t>>;
+  auto load = [&](int64_t i) -> Loaded {
+    if constexpr (kGathered) {
+      Elements<scalar_t> e = load_gathered(row_data, i * kWidth, n, gather);
+      keep_loaded(e);
+      return e;
+    } else {
+      return load_vector(body + i * kWidth);
+    }
+  };
+  auto fold = [&](acc_t acc, const Loaded& loaded) -> acc_t {
+    if constexpr (kGathered) {
+      return fold_elements(acc, loaded, op);
+    } else {
+      return fold_vector(acc, loaded, op);
+    }
+  };
 
   acc_t acc[kSplitUnroll];
 #pragma unroll
@@ -63,8 +96,8 @@ __global__ void __launch_bounds__(kSplitThreads)
 
   // Head and tail are each shorter than one vector.
   if (split == 0) {
-    if (tid < head) acc[0] = op.combine(acc[0], static_cast<acc_t>(row_data[tid]));
-    if (tail_start + tid < n) acc[1] = op.combine(acc[1], static_cast<acc_t>(row_data[tail_start + tid]));
+    if (tid < head) acc[0] = op.combine(acc[0], element(tid));
+    if (tail_start + tid < n) acc[1] = op.combine(acc[1], element(tail_start + tid));
   }
 
   // Tiles are dealt round-robin to the row's blocks, so that at any moment
@@ -73,18 +106,18 @@ __global__ void __launch_bounds__(kSplitThreads)
   int64_t v = split * kSplitTileVectors + tid;
   // Whole tiles: no bounds checks inside.
   for (; v + (kSplitUnroll - 1) * kSplitThreads < vectors; v += tile_step) {
-    Vector<scalar_t> loaded[kSplitUnroll];
+    Loaded loaded[kSplitUnroll];
 #pragma unroll
-    for (int u = 0; u < kSplitUnroll; ++u) loaded[u] = load_vector(body + (v + u * kSplitThreads) * kWidth);
+    for (int u = 0; u < kSplitUnroll; ++u) loaded[u] = load(v + u * kSplitThreads);
 #pragma unroll
-    for (int u = 0; u < kSplitUnroll; ++u) acc[u] = fold_vector(acc[u], loaded[u], op);
+    for (int u = 0; u < kSplitUnroll; ++u) acc[u] = fold(acc[u], loaded[u]);
   }
   // The last, partial tile.
   if (v < vectors) {
 #pragma unroll
     for (int u = 0; u < kSplitUnroll; ++u) {
       const int64_t i = v + u * kSplitThreads;
-      if (i < vectors) acc[u] = fold_vector(acc[u], load_vector(body + i * kWidth), op);
+      if (i < vectors) acc[u] = fold(acc[u], load(i));
     }
   }
 

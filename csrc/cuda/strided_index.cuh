@@ -1,5 +1,6 @@
 // Where element i of a row-major order over strided dims lies: a permuted
-// output's element (output.cuh).
+// output's element (output.cuh), a gathered row and its elements
+// (gathered_rows.cuh).
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,86 @@
+// Rows read through strides (ReduceLayout::Gather): row b starts at
+// strided_offset(b, rows), and its elements lie in the reduced runs' order
+// from there (RowGather). The kernels read such a row's items -- kWidth
+// consecutive elements, as in a contiguous row -- element by element, and
+// fold them in the order of a contiguous row of the same length, which is
+// the order the copy they replace was folded in.
+#pragma once
+
+#include "primitives.cuh"
+#include "reduce_front_end.h"
+#include "strided_index.cuh"
+
+namespace torch_reduce {
+namespace cuda {
+
+// Where a gathered row's elements lie: element r of a row is element
+// c = r % n0 of the innermost reduced run (`inner`, one dim: n0 elements at a
+// stride) of the segment q = r / n0 that the other runs (`outer`) place.
+struct RowGather {
+  StridedIndex rows;
+  StridedIndex inner;
+  StridedIndex outer;
+};
+
+static_assert(kMaxRuns <= kMaxStridedDims, "a Gather layout's runs fit a StridedIndex");
+
+// The runs [first, last) of `runs` as an index.
+inline StridedIndex strided_index(const Runs& runs, int first, int last) {
+  StridedIndex index;
+  index.dims = last - first;
+  for (int d = first; d < last; ++d) {
+    set_divisor(index, d - first, static_cast<uint32_t>(runs.sizes[d]));
+    index.strides[d - first] = static_cast<uint32_t>(runs.strides[d]);
+  }
+  return index;
+}
+
+inline RowGather row_gather(const ReduceLayout& layout) {
+  const Runs& reduce = layout.reduce_runs;
+  return {strided_index(layout.batch_runs, 0, layout.batch_runs.count), strided_index(reduce, 0, 1),
+          strided_index(reduce, 1, reduce.count)};
+}
+
+// A gathered row's element r: its segment and its place in it.
+struct GatheredElement {
+  uint32_t segment;
+  uint32_t column;  // in the innermost run
+  uint32_t offset;
+};
+
+__device__ __forceinline__ GatheredElement gathered_element(uint32_t r, const RowGather& gather) {
+  const uint32_t segment = (__umulhi(r, gather.inner.magic[0]) + r) >> gather.inner.shift[0];
+  const uint32_t column = r - segment * gather.inner.sizes[0];
+  return {segment, column, strided_offset(segment, gather.outer) + column * gather.inner.strides[0]};
+}
+
+// Elements first .. first + kWidth - 1 of a gathered row that starts at
+// `row`, of which those below `length` (at least one) are the row's: an item,
+// loaded as load_elements loads one (every load at once, each under its
+// predicate) and folded by fold_elements. Only the first element's place
+// takes divisions; each next one steps along the innermost run, and
+// divides again where it crosses into the next segment (an item of kWidth
+// elements crosses at most once where segments are that long).
+template <typename T>
+__device__ __forceinline__ Elements<T> load_gathered(const T* row, int64_t first, int64_t length,
+                                                     const RowGather& gather) {
+  constexpr int kWidth = vector_width<T>();
+  Elements<T> e;
+  e.count = length - first < kWidth ? static_cast<int>(length - first) : kWidth;
+  GatheredElement at = gathered_element(static_cast<uint32_t>(first), gather);
+#pragma unroll
+  for (int i = 0; i < kWidth; ++i) {
+    e.value[i] = i < e.count ? row[at.offset] : T{};
+    if (i + 1 < kWidth) {
+      at.offset += gather.inner.strides[0];
+      if (++at.column == gather.inner.sizes[0]) {
+        at.column = 0;
+        at.offset = strided_offset(++at.segment, gather.outer);
+      }
+    }
+  }
+  return e;
+}
+
+}  // namespace cuda
+}  // namespace torch_reduce
