@@ -316,14 +316,16 @@ PERMUTED_CASES = {
 # Dims whose copy would be rows, read in place through their strides instead (gathered rows), in
 # dim reductions of 2^20 elements or more: (view of a fresh input, its shape, dims), as in
 # STAGED_CASES. Reduced dims on both sides of the kept ones with too few values an output for
-# stages (rows of a warp, several a lane, one a lane), transposed, kept dims in two runs, a
-# strided reduced dim (rows of a block).
+# stages (rows of a warp, several a lane, one a lane), transposed, kept dims in two runs, kept
+# dims out of memory order (the output written dense and copied into the result), a strided
+# reduced dim (rows of a block).
 GATHERED_CASES = {
     "reduced on both sides": (lambda x: x, (3, 8000, 44), (0, 2)),
     "short, reduced on both sides": (lambda x: x, (2, 180000, 3), (0, 2)),
     "long, reduced on both sides": (lambda x: x, (5, 1200, 181), (0, 2)),
     "transposed, reduced on both sides": (lambda x: x.transpose(0, 2), (15, 23400, 3), (0, 2)),
     "two kept runs": (lambda x: x[..., :3], (1010, 58, 6, 4), (1, 3)),
+    "kept dims out of memory order": (lambda x: x.permute(0, 3, 2, 1), (6, 200, 5, 180), (0, 2)),
     "strided reduced dim": (lambda x: x[:, ::2], (60, 40000), (1,)),
 }
 

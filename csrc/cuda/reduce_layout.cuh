@@ -95,6 +95,7 @@ void launch_rows(const scalar_t* data, const ReduceLayout& layout, const Output<
   const int64_t threads_needed = ceil_div(layout.batch, rows_per_pass) * group;
   const auto blocks = static_cast<unsigned int>(grid_stride_blocks(threads_needed, kRowThreads));
   const bool permuted = out.index.dims != 0;
+  TORCH_INTERNAL_ASSERT(!(gathered && permuted), "gathered rows are written dense (output_index)");
   auto launch = [&](auto vectorized_loads, auto loads, auto several_rows, auto evict_first_loads) {
     auto kernel = [&](auto permuted_output, auto gathered_rows) {
       row_reduce_kernel<scalar_t, acc_t, out_t, Op, decltype(vectorized_loads)::value, decltype(loads)::value,
@@ -103,17 +104,13 @@ void launch_rows(const scalar_t* data, const ReduceLayout& layout, const Output<
           <<<blocks, kRowThreads, 0, stream.stream()>>>(args, op, out.index, gather);
     };
     // Permuted outputs are small (output_index) and gathered rows are read
-    // element by element: the evict-first kernels read contiguous rows into
-    // dense outputs only.
+    // element by element into dense outputs: the evict-first kernels read
+    // contiguous rows into dense outputs only.
     if constexpr (!decltype(evict_first_loads)::value) {
-      auto write = [&](auto gathered_rows) {
-        if (permuted) return kernel(std::true_type{}, gathered_rows);
-        kernel(std::false_type{}, gathered_rows);
-      };
       if constexpr (!decltype(vectorized_loads)::value) {
-        if (gathered) return write(std::true_type{});
+        if (gathered) return kernel(std::false_type{}, std::true_type{});
       }
-      return write(std::false_type{});
+      if (permuted) return kernel(std::true_type{}, std::false_type{});
     }
     kernel(std::false_type{}, std::false_type{});
   };
@@ -285,7 +282,8 @@ constexpr int64_t kPermutedOutputMaxElements = 1 << 16;
 // dense and copied. Permuted outputs are written by kernels of their own
 // (output.cuh) for rows of a warp or less and columns of one chunk, the
 // small reductions where the copy's kernel is a good part of the time;
-// longer ones are written dense.
+// longer ones are written dense, and so are gathered rows (inputs of 2^20
+// elements or more, next to which the copy of the output is small).
 inline std::optional<StridedIndex> output_index(const at::Tensor& out, const ReduceLayout& layout,
                                                int64_t element_bytes) {
   int64_t sizes[kMaxStridedDims], strides[kMaxStridedDims];
@@ -303,8 +301,9 @@ inline std::optional<StridedIndex> output_index(const at::Tensor& out, const Red
     ++dims;
   }
   if (dims == 0 || (dims == 1 && strides[0] == 1)) return StridedIndex{};
-  const bool permuted_kernels = layout.kind == ReduceLayout::Outer ? layout.reduce <= kFoldLength
-                                                                   : !splits_rows(layout, element_bytes);
+  const bool permuted_kernels = layout.kind == ReduceLayout::Outer
+                                    ? layout.reduce <= kFoldLength
+                                    : layout.kind == ReduceLayout::Inner && !splits_rows(layout, element_bytes);
   if (out.numel() > kPermutedOutputMaxElements || !permuted_kernels) return std::nullopt;
   StridedIndex index;
   index.dims = dims;
