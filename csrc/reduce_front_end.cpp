@@ -249,16 +249,18 @@ namespace {
 // reductions. A gathered row takes a few integer operations per element to
 // find it, in code unrolled over the items a lane loads (2000-6000
 // instructions, sm_90 SASS), which on small inputs costs more than the
-// copy's kernel: there a few warps do all the work, and ncu finds them
+// copy's kernel: there a few warps do all the work, and ncu found them
 // waiting on those operations' results (33-41% of their cycles) and on
-// instruction fetch (11-23%), almost never on memory. H100, a dev probe (not committed) of seven layouts gathered
-// against the copy they replace, one build, sums: float32 (16, n, 40) over
-// (0, 2) 4.4 against 3.6 us at 3840 elements, 5.4 against 6.5 at 2^20;
-// bfloat16 (4, n, 3) over (0, 2) 8.3 against 5.0 at 4092. From 2^20 to 2^22
-// elements, float32 was faster gathered in all 21 cases (1.06x-2.9x),
-// bfloat16 in 16 of 21 (0.88x-1.32x); at 2^24 both in all 7 (bfloat16
-// 1.08x-1.67x). Full reductions of bfloat16 slices of just under 2^20
-// elements were slower (0.78x, 0.91x).
+// instruction fetch (11-23%), almost never on memory (H100, a dev build
+// that gathered every size, not committed). H100, gathered rows against the
+// copy they replace, one build, sums, us: from 2^20 to 2^22 elements
+// float32 was faster gathered in all 21 cases of
+// benchmarks/probes/gathered_rows.py (1.06x-2.9x), bfloat16 in 16 of 21
+// (0.88x-1.32x). The dev build that gathered every size:
+// float32 (16, n, 40) over (0, 2) 4.4 against 3.6 at 3840 elements;
+// bfloat16 (4, n, 3) over (0, 2) 8.3 against 5.0 at 4092; both faster in
+// all 7 layouts at 2^24; full reductions of bfloat16 slices of just under
+// 2^20 elements slower (0.78x, 0.91x).
 constexpr int64_t kMinGatheredElements = 1 << 20;
 
 // Rows whose copy would be dense rows (the reduced dims innermost), read in
