@@ -19,6 +19,8 @@ import timing  # noqa: E402
 import torch_reduce  # noqa: E402
 from test_sum import rows_copy  # noqa: E402  (the copy that gathered rows replace)
 
+if not torch.cuda.is_available():
+    sys.exit("gathered_rows.py times CUDA kernels: no GPU visible")
 dev = torch.device("cuda")
 CASES = {  # name: (input shape for n, view of it, dims)
     "RKR c=3": (lambda n: (4, n, 3), lambda t: t, (0, 2)),
