@@ -416,6 +416,12 @@ at::Tensor reduce_dims(ReduceKind kind, const at::Tensor& input, const std::vect
     inverse[memory_order[d]] = d;
   }
   const at::Tensor in_memory_order = input.permute(memory_order);
+  // `t` (in_memory_order, or a dense copy of it) reduced in `layout`, into the
+  // result through a view permuted into memory order (new_output).
+  auto reduce_into_result = [&](const at::Tensor& t, const ReduceLayout& layout) {
+    return reduce_layout(kind, t, keepdim_shape(t, memory_reduced), layout, out_dtype, memory_order, algo, kernel)
+        .permute(inverse);
+  };
   if (algo == Algorithm::Default && !std::is_sorted(memory_order.begin(), memory_order.end())) {
     if (auto out = reduce_in_place(kind, in_memory_order, memory_reduced, out_dtype, stage_dtype, memory_order, algo,
                                    kernel))
@@ -437,17 +443,13 @@ at::Tensor reduce_dims(ReduceKind kind, const at::Tensor& input, const std::vect
   // Columns are still copied, so that a slice reads as the whole does.
   if (algo == Algorithm::Default && (!dense_layout || dense_layout->kind == ReduceLayout::Inner)) {
     if (const auto gather = plan_gather(in_memory_order, memory_reduced))
-      return reduce_layout(kind, in_memory_order, keepdim_shape(in_memory_order, memory_reduced), *gather, out_dtype,
-                           memory_order, algo, kernel)
-          .permute(inverse);
+      return reduce_into_result(in_memory_order, *gather);
   }
   if (dense_layout) {
     const at::Tensor dense = in_memory_order.contiguous();
     const auto layout = plan_layout(dense, memory_reduced);
     TORCH_INTERNAL_ASSERT(layout.has_value());
-    return reduce_layout(kind, dense, keepdim_shape(dense, memory_reduced), *layout, out_dtype, memory_order, algo,
-                         kernel)
-        .permute(inverse);
+    return reduce_into_result(dense, *layout);
   }
 
   // Else the kept dims go first and the reduced dims after them, in memory
