@@ -8,7 +8,10 @@
 // (rows_per_pass > 1: rows of at most kShortRowItems items a lane). A row's
 // order -- each lane folds its items in index order, then the fixed
 // butterfly across the group -- depends only on the row length, never on the
-// number of rows or the row's alignment (batch invariance).
+// number of rows or the row's alignment (batch invariance). Rows of at most
+// kShortRowItems items a lane take either kernel, by the number of rows
+// (short_rows_per_pass); the one-row kernel folds their items in the same
+// order, with identities after them, which change no bits.
 #pragma once
 
 #include <type_traits>
@@ -43,7 +46,7 @@ struct RowArgs {
   int group;           // lanes per row
   int items_per_lane;  // ceil(items / group); an item is a vector or an element
   out_t* out;
-  int rows_per_pass;   // rows a lane reads per pass: up to row_reduce_rows_per_pass(items_per_lane)
+  int rows_per_pass;   // rows a lane reads per pass: 1, or (several rows) up to row_reduce_rows_per_pass(items_per_lane)
 };
 
 // Blocks per SM the kernels of 16-byte loads and 32-bit accumulators are
@@ -84,12 +87,12 @@ __global__ void __launch_bounds__(kRowThreads, (row_kernel_min_blocks<scalar_t, 
   const int group = args.group;
   const int lane = threadIdx.x % group;
   const int64_t items = (args.row_length + kWidth - 1) / kWidth;
-  // args.rows_per_pass, bounded here by what the items allow: read alone, it
-  // cost the float32 several-rows kernel 3 registers and an 8-byte spill,
-  // and as the constant 1 the one-row kernels 5 and a 4-byte spill (ptxas
-  // sm_90).
+  // args.rows_per_pass (1 for the one-row kernels), bounded here by what the
+  // items allow: read alone, it cost the float32 several-rows kernel 3
+  // registers and an 8-byte spill, and the constant 1 cost the bfloat16
+  // one-row kernels of eight loads 5 and a 4-byte spill (ptxas sm_90).
   const int most_rows = row_reduce_rows_per_pass(args.items_per_lane);
-  const int rows_per_pass = kSeveralRows && args.rows_per_pass < most_rows ? args.rows_per_pass : most_rows;
+  const int rows_per_pass = args.rows_per_pass < most_rows ? args.rows_per_pass : most_rows;
   const int64_t groups_per_block = kRowThreads / group;
   const int64_t group_id = blockIdx.x * groups_per_block + threadIdx.x / group;
   const int64_t row_step = static_cast<int64_t>(gridDim.x) * groups_per_block * rows_per_pass;
