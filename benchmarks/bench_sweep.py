@@ -5,6 +5,7 @@ other benchmarks' shapes -- where users meet them -- are measured too.
     python benchmarks/bench_sweep.py                  # 400 cases (GPU), 100 (CPU)
     python benchmarks/bench_sweep.py --quick          # 60 cases
     python benchmarks/bench_sweep.py --cases 1000 --seed 1
+    python benchmarks/bench_sweep.py --only 95,246   # those of the 400 cases alone
 
 Each case: a shape with 2^10 to 2^26 elements (2^20 on the CPU), split over its dims at random
 (sometimes one dim of 2 to 33); float32, bfloat16, float16, float64 or int32; sum, mean (floating
@@ -46,6 +47,9 @@ def parse_args():
     harness.add_common_args(parser)
     parser.add_argument("--cases", type=int, help="how many cases (default: 400 on a GPU, 100 on the CPU)")
     parser.add_argument("--seed", type=int, default=0, help="the cases drawn (default 0)")
+    parser.add_argument("--only", type=lambda text: {int(i) for i in text.split(",")},
+                        help="comma-separated indices of drawn cases: time those alone, and write "
+                             "results/sweep_only_<device>.json, leaving the whole sweep's file as it is")
     return parser.parse_args()
 
 
@@ -151,13 +155,18 @@ def main():
     device = harness.pick_device(args.device)
     info = report.describe_device(device)
     count = QUICK_CASES if args.quick else args.cases or DEFAULT_CASES[device.type]
+    if args.only is not None:
+        count = max(args.only) + 1  # the draws are the same whatever the count
     rng = random.Random(args.seed)
     torch.manual_seed(args.seed)
     report.print_header("random reductions: torch_reduce vs torch", info)
     cases = []
-    progress = report.Progress(count, "sweep")
-    for _ in range(count):
+    progress = report.Progress(count if args.only is None else len(args.only), "sweep")
+    for index in range(count):
         case = draw_case(rng, MAX_ELEMENTS_LOG2[device.type])
+        if args.only is not None and index not in args.only:
+            continue
+        case["index"] = index
         nbytes = math.prod(case["shape"]) * harness.DTYPES[case["dtype"]].itemsize
         shortfall = harness.memory_shortfall(2 * nbytes, device)
         if shortfall:
@@ -170,11 +179,12 @@ def main():
 
     print_summary(cases)
     print_slowest(cases, info)
-    json_path, png_path = report.output_paths(args.out, "sweep", info)
+    json_path, png_path = report.output_paths(args.out, "sweep" if args.only is None else "sweep_only", info)
     metadata = report.run_metadata(info)
     metadata["seed"] = args.seed
     report.write_json(json_path, metadata, cases)
-    plot(cases, info, png_path)
+    if args.only is None:
+        plot(cases, info, png_path)
 
 
 if __name__ == "__main__":
