@@ -476,13 +476,14 @@ def fold64_reference(x):
 # larger than the L2 of an H100 (262144 x 128 in both dtypes, whose 4096 chunk values then take
 # single chunks; 65536 x 1024 in both dtypes), and later passes of single chunks (bfloat16 200000 x 64).
 # Items too narrow for the tile kernel's loads (one column: an odd count or a misaligned view) go to
-# the block kernel where a column group is one tile and the tiles fill the GPU (500 x 4999), to the
-# tile kernel otherwise (300 x 77, misaligned 70000 x 33).
+# the block kernel where a column group is one tile and the tiles fill the GPU (500 x 4999), to
+# column_short_kernel's first level where the columns are longer and its threads many (4200 x 1025:
+# 66 chunks, a ragged last one), to the tile kernel otherwise (300 x 77, 70000 x 33).
 COLUMN_ORDER_CASES = [(1, 7), (5, 3), (8, 2), (9, 300), (24, 2048), (63, 7), (63, 33), (64, 1), (64, 8192), (65, 4),
                       (4095, 3), (4097, 8), (16, 262144), (20, 300000), (40, 524288), (300001, 2),
                       (600000, 3), (540000, 6), (70000, 33), (33000, 512), (65536, 4096), (5000, 65536),
                       (1000000, 2), (1048576, 8), (4000, 2), (2000, 8), (262144, 128), (65536, 1024), (200000, 64),
-                      (500, 4999), (300, 77)]
+                      (500, 4999), (4200, 1025), (300, 77)]
 
 
 @pytest.mark.requires_cuda
@@ -500,9 +501,10 @@ def test_column_order_is_fold64(cuda_device, dtype, rows, columns, view, make_in
 
 
 # Column reductions of two and three passes, whose first passes take each column kernel (the short
-# one as the first level of a 128 MiB input, whose later passes must fold mean's values unscaled).
+# one as the first level of a 128 MiB input and of narrow items, whose later passes must fold mean's
+# values unscaled).
 MULTI_PASS_COLUMN_SHAPES = [(1000000, 2), (300001, 3), (32768, 32), (70000, 33), (540000, 6), (4160, 16384),
-                            (262144, 128)]
+                            (262144, 128), (4200, 1025)]
 
 
 @pytest.mark.requires_cuda

@@ -186,14 +186,31 @@ inline bool evict_first_input(int64_t read_bytes, int64_t written_bytes) {
 // 852600 rows of 49: 87 -> 104) and sent passes whose tiles do not fill the
 // device to column_short_kernel lost (float16 amin over dim 0 of (398, 1151)
 // 4.1 -> 5.7, bfloat16 amin over (0, 1) of (2070, 2, 469) 6.9 -> 10.2).
+// The first pass of longer columns of such items (more than one tile), with
+// a warp's worth of them, goes to column_short_kernel's first level, whose
+// warps read 32 adjacent items of a row too, a thread a chunk -- where it
+// has threads enough to stream: a thread keeps one step of eight loads in
+// flight, so a pass of few threads waits on the L2 step after step (the
+// (2070, 2, 469) pass above, 30485 threads, lost). The float16 mean over
+// (0, 1) of (2893, 7, 449) has 142333, the bfloat16 amax of 852600 rows of
+// 49 652778: a quarter of the H100's resident threads is the bound. H100,
+// results/sweep_only_h100.json against the same cases in
+// results/sweep_h100.json, us: 22.5 -> 15.7 (torch 13.9) and 84.5 -> 73.3
+// (57.0). Both stay latency-bound, short of the bandwidth: a thread's step
+// of eight 2-byte loads is 16 bytes in flight.
 constexpr int64_t kSectorBytes = 32;
+constexpr int64_t kShortFirstLevelMinThreads = 64 * 1024;
 
-// Whether a pass that column_kernel gives the tile kernel goes to the block
-// kernel instead, given its items as loaded (`items` of `item_bytes` each).
-inline bool narrow_items_to_block(int64_t reduce, int64_t batch, int64_t items, int64_t item_bytes) {
+// Which kernel reads a pass that column_kernel gives the tile kernel, given
+// its items as loaded (`items` of `item_bytes` each).
+inline ColumnKernel narrow_items_kernel(int64_t reduce, int64_t batch, int64_t items, int64_t item_bytes,
+                                        bool later_pass) {
   const int64_t chunks = ceil_div(reduce, kFoldLength);
-  return item_bytes * kMaxRowLanes < kSectorBytes && items >= kWarpSize && chunks > 1 && chunks <= kFoldLength &&
-         tiles_fill_device(batch * ceil_div(items, kWarpSize), chunks);
+  if (item_bytes * kMaxRowLanes >= kSectorBytes || items < kWarpSize || chunks == 1) return ColumnKernel::Tile;
+  if (chunks <= kFoldLength)
+    return tiles_fill_device(batch * ceil_div(items, kWarpSize), chunks) ? ColumnKernel::Block : ColumnKernel::Tile;
+  const bool streams = batch * items * chunks >= kShortFirstLevelMinThreads;
+  return !later_pass && streams ? ColumnKernel::Short : ColumnKernel::Tile;
 }
 
 inline ColumnKernel column_kernel(int64_t reduce, int64_t batch, int64_t items, int64_t bytes, int64_t row_bytes) {

@@ -167,8 +167,8 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
     width /= 2;
   ColumnArgs<in_t, acc_t, out_t> args{data, batch, reduce, columns, batch_stride, reduce_stride, width};
   args.items = ceil_div(columns, args.width);
-  if (kernel == ColumnKernel::Tile && narrow_items_to_block(reduce, batch, args.items, width * sizeof(in_t)))
-    kernel = ColumnKernel::Block;
+  if (kernel == ColumnKernel::Tile)
+    kernel = narrow_items_kernel(reduce, batch, args.items, width * sizeof(in_t), later_pass);
   args.out = out.data;
 
   int64_t values_left = 1;  // per column, after this pass
