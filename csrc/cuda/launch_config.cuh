@@ -76,8 +76,8 @@ inline int row_group_size(int64_t items) {
   return group;
 }
 
-// Rows of the several-rows kernel a lane reads per pass: as many as its
-// loads hold, unless that leaves fewer lanes than a block per SM, in which
+// Rows a lane reads per pass: 1 for rows too long for the several-rows
+// kernel; for shorter ones, as many as its loads hold, unless that leaves fewer lanes than a block per SM, in which
 // case fewer (down to one), for more lanes. A row's order does not depend on
 // how many rows its lane reads, so this may depend on the batch. In the H100
 // sweep at b738faf (results/sweep_h100.json), a bfloat16 sum of 1376 rows of
