@@ -479,11 +479,13 @@ def fold64_reference(x):
 # the block kernel where a column group is one tile and the tiles fill the GPU (500 x 4999), to
 # column_short_kernel's first level where the columns are longer and its threads many (4200 x 1025:
 # 66 chunks, a ragged last one), to the tile kernel otherwise (300 x 77, 70000 x 33).
+# column_short_kernel reads narrow items several to a thread where a pass has enough of them (the
+# misaligned 7 x 70001, 16 x 262144, 20 x 300000, 40 x 524288, and 4200 x 1025).
 COLUMN_ORDER_CASES = [(1, 7), (5, 3), (8, 2), (9, 300), (24, 2048), (63, 7), (63, 33), (64, 1), (64, 8192), (65, 4),
                       (4095, 3), (4097, 8), (16, 262144), (20, 300000), (40, 524288), (300001, 2),
                       (600000, 3), (540000, 6), (70000, 33), (33000, 512), (65536, 4096), (5000, 65536),
                       (1000000, 2), (1048576, 8), (4000, 2), (2000, 8), (262144, 128), (65536, 1024), (200000, 64),
-                      (500, 4999), (4200, 1025), (300, 77)]
+                      (500, 4999), (4200, 1025), (300, 77), (7, 70001)]
 
 
 @pytest.mark.requires_cuda
@@ -498,6 +500,27 @@ def test_column_order_is_fold64(cuda_device, dtype, rows, columns, view, make_in
     else:
         x = make_input((rows, columns + 1), dtype, cuda_device)[:, 1:]
     bitwise_equal(torch_reduce.sum(x, 0), fold64_reference(x).to(dtype), f"{rows}x{columns} {view}")
+
+
+# column_short_kernel reads narrow items (one or two columns: an odd column count or a misaligned
+# view) of 16- and 32-bit elements several to a thread, a warp's width apart, where a pass has
+# enough of them to stream (one-byte elements, and 12 x 4125, one a thread, are checked alike):
+# chunks of one, two, four and eight steps (3, 12, 24 and 40 rows), a last warp of a batch that
+# reads again items the warp before it read (no column count here is a multiple of a warp's
+# items), and the first level of long columns (4200 x 1025).
+NARROW_COLUMN_CASES = [((3, 70001), 0), ((12, 65537), 0), ((12, 4125), 0), ((128, 24, 1025), 1), ((128, 40, 1027), 1),
+                       ((4200, 1025), 0)]
+
+
+@pytest.mark.parametrize("op,dtype", _op_dtype_cases(("sum", "mean", "amax", "amin")))
+@pytest.mark.parametrize("shape,dim", NARROW_COLUMN_CASES, ids=_id)
+@pytest.mark.parametrize("view", ["contiguous", "misaligned"])
+def test_narrow_columns(device, op, dtype, shape, dim, view, make_input, check):
+    if view == "contiguous":
+        x = make_input(shape, dtype, device)
+    else:
+        x = make_input(shape[:-1] + (shape[-1] + 1,), dtype, device)[..., 1:]
+    check(getattr(torch_reduce, op)(x, dim), x, op=op, dim=dim)
 
 
 # Column reductions of two and three passes, whose first passes take each column kernel (the short

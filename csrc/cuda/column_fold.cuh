@@ -55,6 +55,28 @@ constexpr int column_width() {
   return by_input < by_accumulator ? by_input : by_accumulator;
 }
 
+// Items narrower than this many bytes (one or two half-precision columns,
+// one float32 column, where an odd column count or a misaligned view allows
+// no wider load) read a 32-byte sector in several pieces, and a thread that
+// reads one a row keeps few bytes in flight.
+constexpr int kNarrowItemBytes = 8;
+
+// The most items a thread of column_short_kernel reads, kWarpSize items
+// apart, for items of `width` columns: for narrow ones, as many as fill the
+// registers of one 16-byte vector (a load of an item narrower than a
+// register takes a whole one), up to the columns of the widest item (its
+// accumulators). One-byte elements keep one item a thread: their kernels
+// for several took 118-178 registers (ptxas sm_90, 8-bit and bool amax).
+template <typename in_t, typename acc_t>
+constexpr int short_spread(int width) {
+  const int item_bytes = width * static_cast<int>(sizeof(in_t));
+  const int registers = (item_bytes + 3) / 4;
+  const int by_registers = kVectorBytes / 4 / registers;
+  const int by_columns = column_width<in_t, acc_t>() / width;
+  if (item_bytes >= kNarrowItemBytes || sizeof(in_t) == 1) return 1;
+  return by_registers < by_columns ? by_registers : by_columns;
+}
+
 // Calls f(std::integral_constant<int, W>{}) for the run-time item width W, a
 // power of two up to kMax: each width gets code (or a kernel) of its own.
 template <int kMax, typename F>

@@ -9,51 +9,60 @@
 namespace torch_reduce {
 namespace cuda {
 
-// One column chunk of at most 8 x kRowsPerSlot rows, eight loads a step:
+// One column chunk of at most 8 x kRowsPerSlot rows, eight rows a step:
 // step t folds the kSlots / kRowsPerSlot slots s = (3-bit reverse of q) for
 // q in [t * that, (t + 1) * that) -- the leaves of one subtree of
 // combine_slots' tree, which q-order (0, 4, 2, 6, 1, 5, 3, 7) walks left to
 // right -- and merges the subtree with the ones before it like a binary
 // counter. Every load of a step is a row of the chunk (slots hold about the
 // same number of rows), so that a thread keeps eight rows in flight whatever
-// the chunk's length. The step loop stays rolled; the result is stored here
-// (to out[0, kItems)). kEvictFirst: the loads ask the L2 to evict their lines
-// first (see load_input).
-template <int kRowsPerSlot, int kItems, bool kEvictFirst, typename in_t, typename acc_t, typename out_t, typename Op>
+// the chunk's length. The step loop stays rolled; the result is stored here.
+// A row is kSpread items of kItems columns, kWarpSize items apart (see
+// short_spread): out + e * kWarpSize * kItems gets item e's. kEvictFirst:
+// the loads ask the L2 to evict their lines first (see load_input).
+template <int kRowsPerSlot, int kItems, int kSpread, bool kEvictFirst, typename in_t, typename acc_t, typename out_t,
+          typename Op>
 __device__ __forceinline__ void reduce_short_chunk(const in_t* base, int64_t stride, int rows, out_t* out,
                                                    const Op& op) {
   constexpr int kSlotsPerStep = kSlots / kRowsPerSlot;
   constexpr int kHeights = kRowsPerSlot == 8 ? 3 : kRowsPerSlot == 4 ? 2 : kRowsPerSlot == 2 ? 1 : 0;
-  acc_t pending[kHeights > 0 ? kHeights : 1][kItems];
+  constexpr int kColumns = kSpread * kItems;
+  constexpr int kSpreadStride = kWarpSize * kItems;
+  acc_t pending[kHeights > 0 ? kHeights : 1][kColumns];
 #pragma unroll 1
   for (int t = 0; t < kRowsPerSlot; ++t) {
     int count[kSlotsPerStep];
-    Vector<in_t, kItems> loaded[kSlots];
+    Vector<in_t, kItems> loaded[kSlots][kSpread];
 #pragma unroll
     for (int j = 0; j < kSlotsPerStep; ++j) {
       const int q = t * kSlotsPerStep + j;
       const int s = ((q & 1) << 2) | (q & 2) | (q >> 2);
       count[j] = slot_rows(rows, s);
-      // Rows past the slot's read row 0 again (a slot may have none): loads
+      // Rows past the slot read row 0 again (a slot may have none): loads
       // stay unpredicated (see load_rows).
 #pragma unroll
-      for (int k = 0; k < kRowsPerSlot; ++k)
-        loaded[j * kRowsPerSlot + k] =
-            load_input<kEvictFirst, in_t, kItems>(base + (k < count[j] ? s + k * kSlots : 0) * stride);
+      for (int k = 0; k < kRowsPerSlot; ++k) {
+        const in_t* row = base + (k < count[j] ? s + k * kSlots : 0) * stride;
+#pragma unroll
+        for (int e = 0; e < kSpread; ++e)
+          loaded[j * kRowsPerSlot + k][e] =
+              load_input<kEvictFirst, in_t, kItems>(row + e * kSpreadStride);
+      }
     }
     // A full chunk folds without selects, so that ptxas does not sink loads
     // into the fold (and wait for each there): see fold_rows.
-    acc_t subtree[kItems];
+    acc_t subtree[kColumns];
     auto fold = [&](auto full) {
 #pragma unroll
-      for (int i = 0; i < kItems; ++i) {
+      for (int c = 0; c < kColumns; ++c) {
         acc_t leaf[kSlotsPerStep];
 #pragma unroll
         for (int j = 0; j < kSlotsPerStep; ++j) {
           leaf[j] = op.identity();
 #pragma unroll
           for (int k = 0; k < kRowsPerSlot; ++k) {
-            const acc_t folded = op.combine(leaf[j], static_cast<acc_t>(loaded[j * kRowsPerSlot + k].value[i]));
+            const acc_t folded = op.combine(
+                leaf[j], static_cast<acc_t>(loaded[j * kRowsPerSlot + k][c / kItems].value[c % kItems]));
             leaf[j] = decltype(full)::value || k < count[j] ? folded : leaf[j];
           }
         }
@@ -62,7 +71,7 @@ __device__ __forceinline__ void reduce_short_chunk(const in_t* base, int64_t str
 #pragma unroll
           for (int j = 0; j < width; ++j) leaf[j] = op.combine(leaf[2 * j], leaf[2 * j + 1]);
         }
-        subtree[i] = leaf[0];
+        subtree[c] = leaf[0];
       }
     };
     if (rows == kSlots * kRowsPerSlot) {
@@ -76,18 +85,21 @@ __device__ __forceinline__ void reduce_short_chunk(const in_t* base, int64_t str
     for (int h = 0; h < kHeights; ++h) {
       if (carry && ((t >> h) & 1)) {
 #pragma unroll
-        for (int i = 0; i < kItems; ++i) subtree[i] = op.combine(pending[h][i], subtree[i]);
+        for (int c = 0; c < kColumns; ++c) subtree[c] = op.combine(pending[h][c], subtree[c]);
       } else if (carry) {
 #pragma unroll
-        for (int i = 0; i < kItems; ++i) pending[h][i] = subtree[i];
+        for (int c = 0; c < kColumns; ++c) pending[h][c] = subtree[c];
         carry = false;
       }
     }
     if (carry) {
-      Vector<out_t, kItems> result;
 #pragma unroll
-      for (int i = 0; i < kItems; ++i) result.value[i] = static_cast<out_t>(op.project(subtree[i]));
-      store_vector(out, result);
+      for (int e = 0; e < kSpread; ++e) {
+        Vector<out_t, kItems> result;
+#pragma unroll
+        for (int i = 0; i < kItems; ++i) result.value[i] = static_cast<out_t>(op.project(subtree[e * kItems + i]));
+        store_vector(out + e * kSpreadStride, result);
+      }
     }
   }
 }
@@ -99,62 +111,86 @@ __device__ __forceinline__ void reduce_short_chunk(const in_t* base, int64_t str
 // it through local memory, and the ops object comes by value: by reference,
 // mean's factor went through an 8-byte stack frame. One step (up to 8 rows)
 // is inlined: called, the 8-bit types' amax and amin spilled.
-template <int kRowsPerSlot, int kItems, bool kEvictFirst, typename in_t, typename acc_t, typename out_t, typename Op>
+template <int kRowsPerSlot, int kItems, int kSpread, bool kEvictFirst, typename in_t, typename acc_t, typename out_t,
+          typename Op>
 __device__ __noinline__ void reduce_short_chunk_call(const in_t* base, int64_t stride, int rows, out_t* out, Op op) {
-  reduce_short_chunk<kRowsPerSlot, kItems, kEvictFirst, in_t, acc_t>(base, stride, rows, out, op);
+  reduce_short_chunk<kRowsPerSlot, kItems, kSpread, kEvictFirst, in_t, acc_t>(base, stride, rows, out, op);
 }
 
 // One chunk's fold, stored to `out`: inlined for one step (see above).
-template <int kRowsPerSlot, int kItems, bool kEvictFirst, typename in_t, typename acc_t, typename out_t, typename Op>
+template <int kRowsPerSlot, int kItems, int kSpread, bool kEvictFirst, typename in_t, typename acc_t, typename out_t,
+          typename Op>
 __device__ __forceinline__ void short_chunk(const in_t* base, int64_t stride, int rows, out_t* out, const Op& op) {
   if constexpr (kRowsPerSlot == 1) {
-    reduce_short_chunk<kRowsPerSlot, kItems, kEvictFirst, in_t, acc_t>(base, stride, rows, out, op);
+    reduce_short_chunk<kRowsPerSlot, kItems, kSpread, kEvictFirst, in_t, acc_t>(base, stride, rows, out, op);
   } else {
-    reduce_short_chunk_call<kRowsPerSlot, kItems, kEvictFirst, in_t, acc_t>(base, stride, rows, out, op);
+    reduce_short_chunk_call<kRowsPerSlot, kItems, kSpread, kEvictFirst, in_t, acc_t>(base, stride, rows, out, op);
   }
 }
 
+// The threads (units) of a (batch, chunk), and the first item of unit u:
+// one item a unit (kSpread 1), or kSpread, kWarpSize apart, so that a
+// warp's loads still read adjacent items -- a warp's units then cover
+// kWarpSize * kSpread items, and there must be that many
+// (short_columns_spread sees to it). The last warp's items end at the last
+// item, reading again some that the warp before read: it computes them in
+// the same order, and stores the same bits.
+template <int kSpread>
+__device__ __forceinline__ int64_t units_per_batch(int64_t items) {
+  return kSpread == 1 ? items : (items + kWarpSize * kSpread - 1) / (kWarpSize * kSpread) * kWarpSize;
+}
+
+template <int kSpread>
+__device__ __forceinline__ int64_t unit_first_item(int64_t u, int64_t items) {
+  if constexpr (kSpread == 1) return u;
+  const int64_t warp_first = u / kWarpSize * (kWarpSize * kSpread);
+  const int64_t last_warp_first = items - kWarpSize * kSpread;
+  return (warp_first < last_warp_first ? warp_first : last_warp_first) + u % kWarpSize;
+}
+
 // Columns of one chunk (at most 64 rows), one level: a thread per (batch,
-// item), items fastest so that a warp reads adjacent columns; it writes the
+// unit), units fastest so that a warp reads adjacent columns; it writes the
 // output. Longer columns (full chunks, eight rows a slot): a thread per
-// (batch, chunk, item), items fastest, then chunks, and the chunk values go
+// (batch, chunk, unit), units fastest, then chunks, and the chunk values go
 // to the partials for the next pass -- a warp's loads are then rows of 32
 // adjacent items, where column_tile_kernel's lanes read 64 bytes of eight
 // rows each. (One chunk keeps a loop of its own, with no chunk index to
 // divide out.) kEvictFirst: either reads evict-first (evict_first_input).
 // kPermutedOutput: one chunk a column, to a permuted view (output.cuh) of
 // args.out, in items of one column.
-template <int kRowsPerSlot, int kItems, bool kEvictFirst, bool kPermutedOutput, typename in_t, typename acc_t,
-          typename out_t, typename Op>
+template <int kRowsPerSlot, int kItems, int kSpread, bool kEvictFirst, bool kPermutedOutput, typename in_t,
+          typename acc_t, typename out_t, typename Op>
 __device__ __forceinline__ void short_columns(const ColumnArgs<in_t, acc_t, out_t>& args, const Op& op,
                                               const StridedIndex& out_index) {
+  static_assert(!(kPermutedOutput && kSpread > 1), "permuted outputs are written an item at a time");
   const Output<out_t> out{args.out, out_index};
   const int64_t step = static_cast<int64_t>(gridDim.x) * kColumnThreads;
   const int64_t first = blockIdx.x * static_cast<int64_t>(kColumnThreads) + threadIdx.x;
+  const int64_t units = units_per_batch<kSpread>(args.items);
   if (args.reduce <= kFoldLength) {
-    const int64_t work = args.batch * args.items;
+    const int64_t work = args.batch * units;
     const int rows = static_cast<int>(args.reduce);
     for (int64_t w = first; w < work; w += step) {
-      const int64_t item = w % args.items;
-      const int64_t b = w / args.items;
-      short_chunk<kRowsPerSlot, kItems, kEvictFirst, in_t, acc_t>(
+      const int64_t item = unit_first_item<kSpread>(w % units, args.items);
+      const int64_t b = w / units;
+      short_chunk<kRowsPerSlot, kItems, kSpread, kEvictFirst, in_t, acc_t>(
           args.data + b * args.batch_stride + item * kItems, args.reduce_stride, rows,
           out.template at<kPermutedOutput>(b * args.columns + item * kItems), op);
     }
   } else if constexpr (kRowsPerSlot == kSlots && !kPermutedOutput) {
     const int64_t chunks = (args.reduce + kFoldLength - 1) / kFoldLength;
-    const int64_t chunk_items = chunks * args.items;
-    const int64_t work = args.batch * chunk_items;
+    const int64_t chunk_units = chunks * units;
+    const int64_t work = args.batch * chunk_units;
     const int64_t outputs = args.batch * args.columns;
     for (int64_t w = first; w < work; w += step) {
-      const int64_t item = w % args.items;
-      const int64_t chunk = (w / args.items) % chunks;
-      const int64_t b = w / chunk_items;
+      const int64_t item = unit_first_item<kSpread>(w % units, args.items);
+      const int64_t chunk = (w / units) % chunks;
+      const int64_t b = w / chunk_units;
       const int64_t first_row = chunk * kFoldLength;
       const int rows = static_cast<int>(args.reduce - first_row < kFoldLength ? args.reduce - first_row : kFoldLength);
-      short_chunk<kRowsPerSlot, kItems, kEvictFirst, in_t, acc_t>(
-          args.data + b * args.batch_stride + first_row * args.reduce_stride + item * kItems, args.reduce_stride,
-          rows, args.partials + chunk * outputs + b * args.columns + item * kItems, Unprojected<Op>{op});
+      short_chunk<kRowsPerSlot, kItems, kSpread, kEvictFirst, in_t, acc_t>(
+          args.data + b * args.batch_stride + first_row * args.reduce_stride + item * kItems, args.reduce_stride, rows,
+          args.partials + chunk * outputs + b * args.columns + item * kItems, Unprojected<Op>{op});
     }
   }
 }
@@ -166,14 +202,23 @@ inline int short_rows_per_slot(int64_t rows) {
 }
 
 // A kernel for each number of rows per slot, so that each gets the registers
-// it needs rather than those of the longest chunks' pending subtrees.
-template <int kRowsPerSlot, bool kEvictFirst, bool kPermutedOutput, typename in_t, typename acc_t, typename out_t,
-          typename Op>
+// it needs rather than those of the longest chunks' pending subtrees; and
+// for narrow items read several to a thread (kSpread: as many as
+// short_spread says, which the launch computes alike), kernels of their own,
+// which read nothing else: in the same kernels, their loads took the wide
+// items' registers too (ptxas sm_90: bfloat16 column_short_kernel<1> 48 ->
+// 76, 8-bit amax 51-63 -> 134).
+template <int kRowsPerSlot, bool kEvictFirst, bool kPermutedOutput, bool kSpread, typename in_t, typename acc_t,
+          typename out_t, typename Op>
 __global__ void __launch_bounds__(kColumnThreads)
     column_short_kernel(ColumnArgs<in_t, acc_t, out_t> args, Op op, StridedIndex out_index) {
+  static_assert(!(kPermutedOutput && kSpread), "permuted outputs are written an item at a time");
   start_pass();
   with_width<kPermutedOutput ? 1 : column_width<in_t, acc_t>()>(args.width, [&](auto width) {
-    short_columns<kRowsPerSlot, decltype(width)::value, kEvictFirst, kPermutedOutput>(args, op, out_index);
+    constexpr int kItems = decltype(width)::value;
+    constexpr int kItemsAThread = kSpread ? short_spread<in_t, acc_t>(kItems) : 1;
+    if constexpr (!kSpread || kItemsAThread > 1)
+      short_columns<kRowsPerSlot, kItems, kItemsAThread, kEvictFirst, kPermutedOutput>(args, op, out_index);
   });
 }
 

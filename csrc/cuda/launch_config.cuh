@@ -189,17 +189,22 @@ inline bool evict_first_input(int64_t read_bytes, int64_t written_bytes) {
 // The first pass of longer columns of such items (more than one tile), with
 // a warp's worth of them, goes to column_short_kernel's first level, whose
 // warps read 32 adjacent items of a row too, a thread a chunk -- where it
-// has threads enough to stream: a thread keeps one step of eight loads in
-// flight, so a pass of few threads waits on the L2 step after step (the
-// (2070, 2, 469) pass above, 30485 threads, lost). The float16 mean over
-// (0, 1) of (2893, 7, 449) has 142333, the bfloat16 amax of 852600 rows of
-// 49 652778: a quarter of the H100's resident threads is the bound. H100,
-// results/sweep_only_h100.json against the same cases in
-// results/sweep_h100.json, us: 22.5 -> 15.7 (torch 13.9) and 84.5 -> 73.3
-// (57.0). Both stay latency-bound, short of the bandwidth: a thread's step
-// of eight 2-byte loads is 16 bytes in flight.
+// has items and chunks enough to stream (kNarrowItemsMinThreads): a thread
+// keeps one step of eight rows in flight, so a pass of few threads waits on
+// the L2 step after step (the (2070, 2, 469) pass above, 30485 threads,
+// lost). The float16 mean over (0, 1) of (2893, 7, 449) has 142333, the
+// bfloat16 amax of 852600 rows of 49 652778. H100, the sweep at 5edf619
+// against the same cases in results/sweep_h100.json, us: 22.5 -> 15.7
+// (torch 13.9) and 84.5 -> 73.3 (57.0), both latency-bound at one 2-byte
+// item a thread (16 bytes in flight a step); reading four a thread
+// (short_columns_spread) took the first to 10.9 (13.5).
 constexpr int64_t kSectorBytes = 32;
-constexpr int64_t kShortFirstLevelMinThreads = 64 * 1024;
+
+// Passes of narrow items with fewer items x chunks than this (threads at one
+// item a thread; a quarter of the H100's resident threads) are too small to
+// stream: they wait on latency, where more threads, not more bytes a thread,
+// help.
+constexpr int64_t kNarrowItemsMinThreads = 64 * 1024;
 
 // Which kernel reads a pass that column_kernel gives the tile kernel, given
 // its items as loaded (`items` of `item_bytes` each).
@@ -209,7 +214,7 @@ inline ColumnKernel narrow_items_kernel(int64_t reduce, int64_t batch, int64_t i
   if (item_bytes * kMaxRowLanes >= kSectorBytes || items < kWarpSize || chunks == 1) return ColumnKernel::Tile;
   if (chunks <= kFoldLength)
     return tiles_fill_device(batch * ceil_div(items, kWarpSize), chunks) ? ColumnKernel::Block : ColumnKernel::Tile;
-  const bool streams = batch * items * chunks >= kShortFirstLevelMinThreads;
+  const bool streams = batch * items * chunks >= kNarrowItemsMinThreads;
   return !later_pass && streams ? ColumnKernel::Short : ColumnKernel::Tile;
 }
 
@@ -228,6 +233,24 @@ inline ColumnKernel column_kernel(int64_t reduce, int64_t batch, int64_t items, 
   if (chunks > kFoldLength && row_bytes >= kShortChunksMinRowBytes && bytes > l2_bytes())
     return ColumnKernel::Short;
   return ColumnKernel::Tile;
+}
+
+// column_short_kernel's items a thread: a thread of one narrow item keeps
+// 2 or 4 bytes a row in flight (a pass of 4125 half-precision columns ran at
+// 1.3 TB/s), so passes large enough to stream (kNarrowItemsMinThreads) read
+// `most` (short_spread), kWarpSize items apart, where a row has items enough
+// for a warp of such threads. H100, results/sweep_only_h100.json
+// against the same cases in results/sweep_h100.json (at 42ea0a5; the first
+// level below at 5edf619), us, torch in brackets: float16 amin over dim 1
+// of (1917, 12, 33, 125), 4125 columns of 12 rows, 147.1 -> 78.5 (120.5);
+// bfloat16 amin over dim 1 of (31, 4, 5, 8723) 11.4 -> 6.4 (12.7); float16
+// mean over (0, 1) of (2893, 7, 449), its first level, 15.7 -> 10.9 (13.5).
+// Smaller passes (1219 to 19129 threads) lost 0.1-0.4 us in a build that
+// read several a thread at any size (not committed: bfloat16 amax over dim 0
+// of (4, 94, 407) 1.78 -> 2.17), hence the bound.
+inline int short_columns_spread(int64_t threads, int64_t items, int most) {
+  const bool streams = threads >= kNarrowItemsMinThreads;
+  return streams && items >= static_cast<int64_t>(kWarpSize) * most ? most : 1;
 }
 
 // The grid of a column pass. The kernels loop over their blocks' work, so

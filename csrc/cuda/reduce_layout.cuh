@@ -173,11 +173,16 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
   int64_t values_left = 1;  // per column, after this pass
   int64_t blocks = 0;
   TileMode tile = TileMode::Teams;
+  int spread = 1;  // column_short_kernel's items a thread
   switch (kernel) {
-    case ColumnKernel::Short:
+    case ColumnKernel::Short: {
       values_left = chunks;
-      blocks = ceil_div(batch * args.items * chunks, kColumnThreads);
+      const int64_t threads = batch * args.items * chunks;  // at one item a thread
+      spread = permuted ? 1 : short_columns_spread(threads, args.items, short_spread<in_t, acc_t>(width));
+      const int64_t units = spread == 1 ? args.items : ceil_div(args.items, kWarpSize * spread) * kWarpSize;
+      blocks = ceil_div(batch * units * chunks, kColumnThreads);
       break;
+    }
     case ColumnKernel::Block:
       values_left = ceil_div(chunks, kFoldLength);
       blocks = batch * ceil_div(args.items, kWarpSize) * values_left;
@@ -218,9 +223,15 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
       // Rows per slot are a power of two up to 8, dispatched like an item width.
       with_width<kSlots>(short_rows_per_slot(reduce), [&](auto rows_per_slot) {
         constexpr int kRowsPerSlot = decltype(rows_per_slot)::value;
-        auto kernel = permuted      ? column_short_kernel<kRowsPerSlot, false, true, in_t, acc_t, out_t, Op>
-                      : evict_first ? column_short_kernel<kRowsPerSlot, true, false, in_t, acc_t, out_t, Op>
-                                    : column_short_kernel<kRowsPerSlot, false, false, in_t, acc_t, out_t, Op>;
+        auto kernel = permuted      ? column_short_kernel<kRowsPerSlot, false, true, false, in_t, acc_t, out_t, Op>
+                      : evict_first ? column_short_kernel<kRowsPerSlot, true, false, false, in_t, acc_t, out_t, Op>
+                                    : column_short_kernel<kRowsPerSlot, false, false, false, in_t, acc_t, out_t, Op>;
+        // Narrow items read several a thread take kernels of their own (for
+        // types that have narrow items), whose loads are plain ones
+        // (load_vector_evict_first: narrower than a vector).
+        if constexpr (short_spread<in_t, acc_t>(1) > 1) {
+          if (spread > 1) kernel = column_short_kernel<kRowsPerSlot, false, false, true, in_t, acc_t, out_t, Op>;
+        }
         launch_pass(kernel, grid, kColumnThreads, stream.stream(), early, args, op, out.index);
       });
       break;
