@@ -169,6 +169,14 @@ void combine_halves(acc_t* lane, const Op& op) {
   if constexpr (w > 1) combine_halves<w / 2>(lane, op);
 }
 
+// amax and amin, whose combine is a compare and a select.
+template <typename Op>
+constexpr bool kSelects = false;
+template <typename acc_t>
+constexpr bool kSelects<MaxOp<acc_t>> = true;
+template <typename acc_t>
+constexpr bool kSelects<MinOp<acc_t>> = true;
+
 // Folds x[0, n) into one accumulator: lane j folds x[j], x[j + lanes], ...
 // of the whole vectors in sequence, the lanes are combined pairwise, then the
 // last n % lanes elements are folded in one by one (a scalar tail, so that
@@ -189,6 +197,15 @@ acc_t fold_run(const scalar_t* __restrict x, int64_t n, const Op& op) {
       acc_t wide[lanes];
       for (int j = 0; j < lanes; ++j) wide[j] = widen<acc_t>(x[i + j]);
       for (int j = 0; j < lanes; ++j) lane[j] = op.combine(lane[j], wide[j]);
+    } else if constexpr (std::is_same_v<acc_t, double> && kSelects<Op>) {
+      // Not unrolled: unrolled in full, float64 amax/amin's 16 lanes were
+      // not vectorised (gcc 12 -O3: scalar compares and branches). As a
+      // loop, 76704 elements took 15.6 us on one AVX-512 core (25.0 before;
+      // AVX2 21.3, 25.3 before). Left to the unroller, the other folds
+      // vectorise as they are; as loops, float64 sums lost 2.3x on AVX2 and
+      // bool sums 2.3x on AVX-512.
+#pragma GCC unroll 1
+      for (int j = 0; j < lanes; ++j) lane[j] = op.combine(lane[j], widen<acc_t>(x[i + j]));
     } else {
       for (int j = 0; j < lanes; ++j) lane[j] = op.combine(lane[j], widen<acc_t>(x[i + j]));
     }
