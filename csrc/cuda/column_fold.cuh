@@ -57,9 +57,11 @@ constexpr int column_width() {
 
 // Items narrower than this many bytes (one or two half-precision columns,
 // one float32 column, where an odd column count or a misaligned view allows
-// no wider load) read a 32-byte sector in several pieces, and a thread that
-// reads one a row keeps few bytes in flight.
-constexpr int kNarrowItemBytes = 8;
+// no wider load) read a 32-byte sector in several pieces (column_tile_kernel's
+// kMaxRowLanes lanes of a row read less than one), and a thread that reads
+// one a row keeps few bytes in flight.
+constexpr int kSectorBytes = 32;
+constexpr int kNarrowItemBytes = kSectorBytes / kMaxRowLanes;
 
 // The most items a thread of column_short_kernel reads, kWarpSize items
 // apart, for items of `width` columns: for narrow ones, as many as fill the

@@ -135,9 +135,8 @@ __device__ __forceinline__ void short_chunk(const in_t* base, int64_t stride, in
 // (short_columns_spread sees to it). The last warp's items end at the last
 // item, reading again some that the warp before read: it computes them in
 // the same order, and stores the same bits.
-template <int kSpread>
-__device__ __forceinline__ int64_t units_per_batch(int64_t items) {
-  return kSpread == 1 ? items : (items + kWarpSize * kSpread - 1) / (kWarpSize * kSpread) * kWarpSize;
+__host__ __device__ __forceinline__ int64_t units_per_batch(int64_t items, int spread) {
+  return spread == 1 ? items : (items + kWarpSize * spread - 1) / (kWarpSize * spread) * kWarpSize;
 }
 
 template <int kSpread>
@@ -162,11 +161,10 @@ template <int kRowsPerSlot, int kItems, int kSpread, bool kEvictFirst, bool kPer
           typename acc_t, typename out_t, typename Op>
 __device__ __forceinline__ void short_columns(const ColumnArgs<in_t, acc_t, out_t>& args, const Op& op,
                                               const StridedIndex& out_index) {
-  static_assert(!(kPermutedOutput && kSpread > 1), "permuted outputs are written an item at a time");
   const Output<out_t> out{args.out, out_index};
   const int64_t step = static_cast<int64_t>(gridDim.x) * kColumnThreads;
   const int64_t first = blockIdx.x * static_cast<int64_t>(kColumnThreads) + threadIdx.x;
-  const int64_t units = units_per_batch<kSpread>(args.items);
+  const int64_t units = units_per_batch(args.items, kSpread);
   if (args.reduce <= kFoldLength) {
     const int64_t work = args.batch * units;
     const int rows = static_cast<int>(args.reduce);

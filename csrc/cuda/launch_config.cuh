@@ -198,7 +198,6 @@ inline bool evict_first_input(int64_t read_bytes, int64_t written_bytes) {
 // (torch 13.9) and 84.5 -> 73.3 (57.0), both latency-bound at one 2-byte
 // item a thread (16 bytes in flight a step); reading four a thread
 // (short_columns_spread) took the first to 10.9 (13.5).
-constexpr int64_t kSectorBytes = 32;
 
 // Passes of narrow items with fewer items x chunks than this (threads at one
 // item a thread; a quarter of the H100's resident threads) are too small to
@@ -211,7 +210,7 @@ constexpr int64_t kNarrowItemsMinThreads = 64 * 1024;
 inline ColumnKernel narrow_items_kernel(int64_t reduce, int64_t batch, int64_t items, int64_t item_bytes,
                                         bool later_pass) {
   const int64_t chunks = ceil_div(reduce, kFoldLength);
-  if (item_bytes * kMaxRowLanes >= kSectorBytes || items < kWarpSize || chunks == 1) return ColumnKernel::Tile;
+  if (item_bytes >= kNarrowItemBytes || items < kWarpSize || chunks == 1) return ColumnKernel::Tile;
   if (chunks <= kFoldLength)
     return tiles_fill_device(batch * ceil_div(items, kWarpSize), chunks) ? ColumnKernel::Block : ColumnKernel::Tile;
   const bool streams = batch * items * chunks >= kNarrowItemsMinThreads;

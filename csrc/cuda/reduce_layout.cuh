@@ -179,8 +179,7 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
       values_left = chunks;
       const int64_t threads = batch * args.items * chunks;  // at one item a thread
       spread = permuted ? 1 : short_columns_spread(threads, args.items, short_spread<in_t, acc_t>(width));
-      const int64_t units = spread == 1 ? args.items : ceil_div(args.items, kWarpSize * spread) * kWarpSize;
-      blocks = ceil_div(batch * units * chunks, kColumnThreads);
+      blocks = ceil_div(batch * units_per_batch(args.items, spread) * chunks, kColumnThreads);
       break;
     }
     case ColumnKernel::Block:
