@@ -265,13 +265,15 @@ constexpr int64_t kMinGatheredElements = 1 << 20;
 
 // Rows whose copy would be dense rows (the reduced dims innermost), read in
 // place through their strides: `input`'s dims are in memory order. nullopt
-// where runs_of refuses them, for full reductions and for small inputs
-// (kMinGatheredElements).
+// where runs_of refuses them, for full reductions, for reductions over dims
+// of size 1 alone and for small inputs (kMinGatheredElements).
 std::optional<ReduceLayout> plan_gather(const at::Tensor& input, const std::vector<bool>& reduced) {
   if (all_reduced(reduced) || input.numel() < kMinGatheredElements) return std::nullopt;
   const std::vector<Group> groups = merge_runs(input, reduced, dims_in_order(input));
   const auto batch_runs = runs_of(groups, false), reduce_runs = runs_of(groups, true);
-  if (!batch_runs || !reduce_runs) return std::nullopt;
+  // No reduced run: dims of size 1 alone are reduced, and each row is one
+  // element of the copy, which is then dense (the kernels index no empty run).
+  if (!batch_runs || !reduce_runs || reduce_runs->count == 0) return std::nullopt;
   ReduceLayout layout{ReduceLayout::Gather, 1, 1, 1, 0, 0, false, *batch_runs, *reduce_runs};
   for (int d = 0; d < batch_runs->count; ++d) layout.batch *= batch_runs->sizes[d];
   for (int d = 0; d < reduce_runs->count; ++d) layout.reduce *= reduce_runs->sizes[d];

@@ -361,12 +361,15 @@ def test_reduced_without_copying_the_input_read_in_place(cuda_device, case, make
 
 
 # Gathered rows beside the copies they replace, and the cases still copied: small inputs, full
-# reductions, more runs than the kernels index (five reduced runs). (Columns are copied too, so
-# that a slice whose kept dims no longer merge reads as the whole does: KEPT_SLICES.)
+# reductions, more runs than the kernels index (five reduced runs), reductions over dims of size 1
+# alone. (Columns are copied too, so that a slice whose kept dims no longer merge reads as the
+# whole does: KEPT_SLICES.)
 ROWS_CASES = {**GATHERED_CASES,
               "small, copied": (lambda x: x, (3, 179, 44), (0, 2)),
               "full reduction of a slice, copied": (lambda x: x[::2], (2**21 + 6,), None),
-              "five reduced runs, copied": (lambda x: x, (3, 2, 3, 2, 3, 2, 3, 2, 3, 2), (0, 2, 4, 6, 8))}
+              "five reduced runs, copied": (lambda x: x, (3, 2, 3, 2, 3, 2, 3, 2, 3, 2), (0, 2, 4, 6, 8)),
+              "dims of size 1, copied": (lambda x: x[:, :-1:2].unsqueeze(1), (2100, 2101), (1,)),
+              "small, dims of size 1, copied": (lambda x: x[:, :-1:2].unsqueeze(1), (60, 401), (1,))}
 
 
 def rows_copy(x, dims):
