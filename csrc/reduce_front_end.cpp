@@ -245,30 +245,32 @@ std::pair<at::Tensor, ReduceLayout> gathered_rows(const at::Tensor& input, const
 
 namespace {
 
-// Inputs of fewer elements are copied rather than gathered, and so are full
-// reductions. A gathered row takes a few integer operations per element to
-// find it, in code unrolled over the items a lane loads (2000-6000
-// instructions, sm_90 SASS), which on small inputs costs more than the
-// copy's kernel: there a few warps do all the work, and ncu found them
-// waiting on those operations' results (33-41% of their cycles) and on
-// instruction fetch (11-23%), almost never on memory (H100, a dev build
-// that gathered every size, not committed). H100, gathered rows against the
-// copy they replace, one build, sums, us: from 2^20 to 2^22 elements
-// float32 was faster gathered in all 21 cases of
-// benchmarks/probes/gathered_rows.py (1.06x-2.9x), bfloat16 in 16 of 21
-// (0.88x-1.32x). The dev build that gathered every size:
-// float32 (16, n, 40) over (0, 2) 4.4 against 3.6 at 3840 elements;
-// bfloat16 (4, n, 3) over (0, 2) 8.3 against 5.0 at 4092; both faster in
-// all 7 layouts at 2^24; full reductions of bfloat16 slices of just under
-// 2^20 elements slower (0.78x, 0.91x).
-constexpr int64_t kMinGatheredElements = 1 << 20;
-
+// Full reductions are copied rather than gathered, and so are small inputs
+// (small_gather_elements) of rows of kSmallGatherMaxRowBytes or more and
+// reductions over dims of size 1 alone.
+//
+// Gathered rows are read in one kernel where the copy took two. The row
+// kernels' gathered instantiations read large ones (reduce_front_end.h,
+// small_gather_elements). H100, against the copy they replace, one build,
+// sums, us: from 2^20 to 2^22 elements float32 was faster gathered in all 21
+// cases of benchmarks/probes/gathered_rows.py (1.06x-2.9x), bfloat16 in 16 of
+// 21 (0.88x-1.32x). On small inputs they lost to the copy: a gathered row
+// takes a few integer operations per element to find it, in code unrolled
+// over the items a lane loads (2000-6000 instructions, sm_90 SASS), and
+// there a few warps do all the work, waiting on those operations' results
+// (33-41% of their cycles, ncu) and on instruction fetch (11-23%), almost
+// never on memory (a dev build that gathered every size, not committed:
+// float32 (16, n, 40) over (0, 2) 4.4 against 3.6 at 3840 elements; bfloat16
+// (4, n, 3) over (0, 2) 8.3 against 5.0 at 4092; full reductions of bfloat16
+// slices of just under 2^20 elements 0.78x and 0.91x). Small inputs are
+// staged instead (staged_rows_kernel.cuh): every element loaded by a thread
+// of its own, in short code (benchmarks/probes/gathered_rows.py --small).
+//
 // Rows whose copy would be dense rows (the reduced dims innermost), read in
 // place through their strides: `input`'s dims are in memory order. nullopt
-// where runs_of refuses them, for full reductions, for reductions over dims
-// of size 1 alone and for small inputs (kMinGatheredElements).
+// where runs_of refuses them, and for the copies above.
 std::optional<ReduceLayout> plan_gather(const at::Tensor& input, const std::vector<bool>& reduced) {
-  if (all_reduced(reduced) || input.numel() < kMinGatheredElements) return std::nullopt;
+  if (all_reduced(reduced)) return std::nullopt;
   const std::vector<Group> groups = merge_runs(input, reduced, dims_in_order(input));
   const auto batch_runs = runs_of(groups, false), reduce_runs = runs_of(groups, true);
   // No reduced run: dims of size 1 alone are reduced, and each row is one
@@ -277,6 +279,9 @@ std::optional<ReduceLayout> plan_gather(const at::Tensor& input, const std::vect
   ReduceLayout layout{ReduceLayout::Gather, 1, 1, 1, 0, 0, false, *batch_runs, *reduce_runs};
   for (int d = 0; d < batch_runs->count; ++d) layout.batch *= batch_runs->sizes[d];
   for (int d = 0; d < reduce_runs->count; ++d) layout.reduce *= reduce_runs->sizes[d];
+  if (input.numel() < small_gather_elements(input.element_size()) &&
+      layout.reduce * input.element_size() >= kSmallGatherMaxRowBytes)
+    return std::nullopt;
   return layout;
 }
 

@@ -43,6 +43,23 @@ namespace torch_reduce {
 // launch depend on `batch` or `inner` (batch invariance).
 constexpr int kMaxRuns = 4;
 
+// Gather layouts of fewer elements than small_gather_elements are small: the
+// CUDA kernels stage a block's rows in shared memory and fold them there
+// (staged_rows_kernel.cuh), and their rows are shorter than
+// kSmallGatherMaxRowBytes (the row kernels' rows, whose order they take);
+// larger ones are read by the row kernels' gathered instantiations. H100,
+// sums of seven layouts, a dev build with the bound as an environment
+// variable (not committed), staged / gathered time: float32 at 2^16
+// elements 0.64-0.96, 2^18 0.75-1.12, 2^19 0.82-1.17 (five of seven above 1);
+// bfloat16 at 2^19 0.67-1.00, 2^20 0.59-1.25 (gathered items of eight
+// elements take more index arithmetic a load). Float64, with this bound at
+// 2^18 in a sweep (not committed), lost: amin over (0, 2) of (101, 2202, 4),
+// 889K elements, 6.51 us staged, 7.37 gathered (torch 5.6).
+inline int64_t small_gather_elements(int64_t element_size) {
+  return element_size == 4 ? int64_t{1} << 18 : int64_t{1} << 20;
+}
+constexpr int64_t kSmallGatherMaxRowBytes = 16 * 1024;
+
 // Merged dims of a Gather layout, innermost first; offsets of the elements
 // they hold fit in 31 bits (plan_gather).
 struct Runs {

@@ -5,7 +5,8 @@ compute-sanitizer (memcheck, racecheck, synccheck, initcheck):
 
 Sizes are small (the tools are slow) but cover every path: single-block and
 split full reductions, misaligned heads and ragged tails, short and long rows
-(vectorized, scalar, and several to a load), the column kernels (short for
+(vectorized, scalar, and several to a load), gathered rows (staged in shared
+memory where small), the column kernels (short for
 each rows-per-slot, chunk (also writing the output of columns of one chunk),
 tile teams, wide and block) over several passes, permuted tensors (their
 output copied, or written through the permutation), all four ops, every ladder
@@ -65,9 +66,13 @@ for base, perm, dims in (((5, 7, 75, 44), (3, 1, 2, 0), (1,)), ((30, 12, 700), (
               torch.sum(x.cpu().double(), dims).to(dtype), False)
 
 # Rows read through their strides (gathered): several rows a lane, one row a lane, transposed, a
-# strided reduced dim in split rows.
+# strided reduced dim in split rows; small inputs staged in shared memory (staged_rows_kernel):
+# many rows a block, one row a block staged in two rounds, the output written through a
+# permutation.
 for base, view, dims in (((2, 180000, 3), lambda t: t, (0, 2)), ((5, 1200, 181), lambda t: t, (0, 2)),
-                         ((15, 23400, 3), lambda t: t.transpose(0, 2), (0, 2)), ((60, 40002), lambda t: t[:, ::2], (1,))):
+                         ((15, 23400, 3), lambda t: t.transpose(0, 2), (0, 2)), ((60, 40002), lambda t: t[:, ::2], (1,)),
+                         ((3, 179, 44), lambda t: t, (0, 2)), ((3, 7, 701), lambda t: t, (0, 2)),
+                         ((6, 20, 5, 18), lambda t: t.permute(0, 3, 2, 1), (0, 2))):
     for dtype in (torch.float32, torch.bfloat16):
         x = view(torch.randn(base, device=device).to(dtype))
         check(f"sum gathered {tuple(x.shape)} {dims} {dtype}", torch_reduce.sum(x, dims),

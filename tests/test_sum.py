@@ -329,10 +329,30 @@ GATHERED_CASES = {
     "strided reduced dim": (lambda x: x[:, ::2], (60, 40000), (1,)),
 }
 
+# Gathered rows of inputs of fewer than 2^18 elements, each block's rows staged in shared memory
+# (staged_rows_kernel on CUDA): as in GATHERED_CASES, and rows of a vector or less and of six
+# elements, rows of more elements than a block stages at once (one row a block, staged in two
+# rounds; a strided reduced dim, since reduced dims in two runs of 1024 values or more take
+# stages), kept dims out of memory order (the output written through the permutation), a strided
+# reduced dim, a single row (the kept dims of size 1), and an input of 2^18 to 2^20 elements
+# (gathered by the row kernels in 4-byte types, staged in the others).
+SMALL_GATHERED_CASES = {
+    "small, reduced on both sides": (lambda x: x, (3, 179, 44), (0, 2)),
+    "small, rows shorter than a vector": (lambda x: x, (2, 3001, 2), (0, 2)),
+    "small, rows of two rounds": (lambda x: x[:, ::2], (40, 4200), (1,)),
+    "small, transposed": (lambda x: x.transpose(0, 2), (15, 234, 3), (0, 2)),
+    "small, two kept runs": (lambda x: x[..., :3], (101, 58, 6, 4), (1, 3)),
+    "small, kept dims out of memory order": (lambda x: x.permute(0, 3, 2, 1), (6, 20, 5, 18), (0, 2)),
+    "small, strided reduced dim": (lambda x: x[:, ::2], (60, 4000), (1,)),
+    "small, rows of six": (lambda x: x, (2, 2001, 3), (0, 2)),
+    "small, one row": (lambda x: x[:, ::2], (1, 6000), (1,)),
+    "between the bounds, reduced on both sides": (lambda x: x, (3, 30000, 4), (0, 2)),
+}
+
 # The layouts that the kernels read without a copy of the input.
 IN_PLACE_CASES = {**{f"several runs, {k}": v for k, v in STAGED_CASES.items()},
                   **{f"kept dims out of order, {k}": v for k, v in PERMUTED_CASES.items()},
-                  **{f"gathered rows, {k}": v for k, v in GATHERED_CASES.items()}}
+                  **{f"gathered rows, {k}": v for k, v in {**GATHERED_CASES, **SMALL_GATHERED_CASES}.items()}}
 
 
 @pytest.mark.parametrize("op,dtype", STAGED_OPS, ids=_id)
@@ -360,12 +380,12 @@ def test_reduced_without_copying_the_input_read_in_place(cuda_device, case, make
     read_in_place(lambda: torch_reduce.sum(x) if dims is None else torch_reduce.sum(x, dims), x)
 
 
-# Gathered rows beside the copies they replace, and the cases still copied: small inputs, full
-# reductions, more runs than the kernels index (five reduced runs), reductions over dims of size 1
-# alone. (Columns are copied too, so that a slice whose kept dims no longer merge reads as the
-# whole does: KEPT_SLICES.)
-ROWS_CASES = {**GATHERED_CASES,
-              "small, copied": (lambda x: x, (3, 179, 44), (0, 2)),
+# Gathered rows beside the copies they replace, and the cases still copied: small inputs of rows
+# of 16 KiB or more (float64 rows of 2100 above, all of 8200), full reductions, more runs than the kernels index (five
+# reduced runs), reductions over dims of size 1 alone. (Columns are copied too, so that a slice
+# whose kept dims no longer merge reads as the whole does: KEPT_SLICES.)
+ROWS_CASES = {**GATHERED_CASES, **SMALL_GATHERED_CASES,
+              "small, rows of 16 KiB or more, copied": (lambda x: x[:, ::2], (30, 16400), (1,)),
               "full reduction of a slice, copied": (lambda x: x[::2], (2**21 + 6,), None),
               "five reduced runs, copied": (lambda x: x, (3, 2, 3, 2, 3, 2, 3, 2, 3, 2), (0, 2, 4, 6, 8)),
               "dims of size 1, copied": (lambda x: x[:, :-1:2].unsqueeze(1), (2100, 2101), (1,)),
@@ -387,7 +407,7 @@ def test_gathered_rows_give_the_bits_of_their_copy(device, case, op, dtype, make
     """Rows read in place through their strides give the bits of the same rows copied (kept dims
     first, reduced dims after them in memory order), every output written (the allocator's
     blocks hold NaN beforehand), and a slice of a kept dim gives the same bits as the same
-    outputs of the whole (batch invariance)."""
+    outputs of the whole (batch invariance) where there is one."""
     view, shape, dims = ROWS_CASES[case]
     x = view(make_input(shape, dtype, device))
     reduce = getattr(torch_reduce, op)
@@ -395,8 +415,8 @@ def test_gathered_rows_give_the_bits_of_their_copy(device, case, op, dtype, make
     poison(device, copy.numel() * 8)
     out = reduce(x) if dims is None else reduce(x, dims)
     bitwise_equal(out, reduce(copy, copy_dims), "the copy's rows")
-    if dims is not None:
-        kept = next(d for d in range(x.dim()) if d not in dims and x.size(d) > 1)
+    kept = None if dims is None else next((d for d in range(x.dim()) if d not in dims and x.size(d) > 1), None)
+    if kept is not None:
         cut = x.narrow(kept, 1, x.size(kept) - 2)
         bitwise_equal(reduce(cut, dims), out.narrow(sum(d not in dims for d in range(kept)), 1, x.size(kept) - 2),
                       "a slice of a kept dim")

@@ -49,7 +49,7 @@ struct GatheredElement {
 };
 
 __device__ __forceinline__ GatheredElement gathered_element(uint32_t r, const RowGather& gather) {
-  const uint32_t segment = (__umulhi(r, gather.inner.magic[0]) + r) >> gather.inner.shift[0];
+  const uint32_t segment = divide_by_size(r, gather.inner, 0);
   const uint32_t column = r - segment * gather.inner.sizes[0];
   return {segment, column, strided_offset(segment, gather.outer) + column * gather.inner.strides[0]};
 }

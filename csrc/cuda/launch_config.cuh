@@ -16,6 +16,7 @@
 #include "packed_row_reduce.cuh"
 #include "row_reduce.cuh"
 #include "split_row_reduce.cuh"
+#include "staged_rows_kernel.cuh"
 
 namespace torch_reduce {
 namespace cuda {
@@ -351,6 +352,21 @@ inline int tile_row_lanes(int64_t items) {
 inline int tile_teams(int row_lanes) { return kColumnThreads / (kSlots * kSlots * row_lanes); }
 // One level (column_chunk_kernel): lane groups of 8 x row_lanes lanes, each a chunk at a time.
 inline int tile_lane_groups(int row_lanes) { return kColumnThreads / (kSlots * row_lanes); }
+
+// Rows a block of staged_rows_kernel takes: enough for kStagedBlocksPerSm
+// blocks an SM, up to as many whole rows as one round trip of its loads
+// stages (kStagedElements), at least one. A row's order does not depend on
+// its block's rows (staged_rows_kernel.cuh), so this may depend on the batch
+// and the device. Small inputs are latency-bound: spread over more SMs, each
+// thread stages fewer elements, each found by a chain of dependent integer
+// operations. A block's rows fill at most max(kStagedElements, row_length)
+// elements of shared memory, 16 KiB at most (kSmallGatherMaxRowBytes).
+constexpr int64_t kStagedBlocksPerSm = 4;
+inline int staged_rows_per_block(int64_t row_length, int64_t rows) {
+  const int64_t most = std::max<int64_t>(1, kStagedElements / row_length);
+  return static_cast<int>(std::clamp<int64_t>(ceil_div(rows, sm_count() * kStagedBlocksPerSm), 1, most));
+}
+static_assert(kSmallGatherMaxRowBytes <= kSplitRowBytes, "staged rows take the order of row_reduce_kernel's rows");
 
 inline int64_t grid_stride_blocks(int64_t work_items, int threads) {
   return std::max<int64_t>(1, std::min(ceil_div(work_items, threads), static_cast<int64_t>(sm_count()) * kMaxBlocksPerSm));

@@ -4,7 +4,8 @@
 //                                    packed_row_reduce_kernel (rows shorter than a vector)
 //   strided columns               -> column_short_kernel, column_block_kernel
 //                                    or column_tile_kernel, pass after pass
-//   rows read through strides     -> the row kernels' gathered instantiations
+//   rows read through strides     -> staged_rows_kernel (small inputs), or
+//                                    the row kernels' gathered instantiations
 // Included by one translation unit per ReduceKind (reduce_<kind>.cu).
 #pragma once
 
@@ -142,6 +143,33 @@ void launch_rows(const scalar_t* data, const ReduceLayout& layout, const Output<
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// A small Gather layout (small_gather_elements), staged a few rows a block.
+template <typename scalar_t, typename acc_t, typename out_t, typename Op>
+void launch_staged_rows(const scalar_t* data, const ReduceLayout& layout, const Output<out_t>& out, const Op& op,
+                        const c10::cuda::CUDAStream& stream) {
+  constexpr int kWidth = vector_width<scalar_t>();
+  TORCH_INTERNAL_ASSERT(layout.reduce * static_cast<int64_t>(sizeof(scalar_t)) < kSmallGatherMaxRowBytes);
+  StagedRowsArgs<scalar_t, out_t> args{data,
+                                       static_cast<int>(layout.batch),
+                                       static_cast<int>(layout.reduce),
+                                       staged_rows_per_block(layout.reduce, layout.batch),
+                                       row_group_size(ceil_div(layout.reduce, kWidth)),
+                                       {},
+                                       out.data};
+  args.row_length_divisor.dims = 1;
+  set_divisor(args.row_length_divisor, 0, static_cast<uint32_t>(layout.reduce));
+  const auto blocks = static_cast<unsigned int>(ceil_div(layout.batch, args.rows_per_block));
+  const size_t stage_bytes = static_cast<size_t>(args.rows_per_block) * layout.reduce * sizeof(scalar_t);
+  auto kernel = out.index.dims != 0 ? staged_rows_kernel<scalar_t, acc_t, out_t, Op, true>
+                                    : staged_rows_kernel<scalar_t, acc_t, out_t, Op, false>;
+  kernel<<<blocks, kRowThreads, stage_bytes, stream.stream()>>>(args, op, row_gather(layout), out.index);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+inline bool is_small_gather(const ReduceLayout& layout, int64_t element_bytes) {
+  return layout.kind == ReduceLayout::Gather && layout.batch * layout.reduce < small_gather_elements(element_bytes);
+}
+
 // One pass of the column reduction (one level or two, see column_fold.cuh);
 // returns the partials when it was not the last pass (they are the next
 // pass's input). later_pass: it reads the partials of the pass before.
@@ -267,13 +295,15 @@ void launch_columns(const scalar_t* data, const ReduceLayout& layout, const Outp
   }
 }
 
-// Gather layouts are rows, read by the row kernels' gathered instantiations.
+// Gather layouts are rows: staged where small, else read by the row
+// kernels' gathered instantiations.
 template <typename scalar_t, typename acc_t, typename out_t, typename Op>
 void launch_layout_reduction(const at::Tensor& input, const ReduceLayout& layout, const Output<out_t>& out,
                              const Op& op) {
   const auto stream = c10::cuda::getCurrentCUDAStream();
   const auto* data = reinterpret_cast<const scalar_t*>(input.data_ptr());
   if (layout.kind == ReduceLayout::Outer) return launch_columns<scalar_t, acc_t, out_t>(data, layout, out, op, stream);
+  if (is_small_gather(layout, sizeof(scalar_t))) return launch_staged_rows<scalar_t, acc_t, out_t>(data, layout, out, op, stream);
   if (splits_rows(layout, sizeof(scalar_t)))
     return launch_split_rows<scalar_t, acc_t, out_t>(data, layout, out.data, op, stream);
   launch_rows<scalar_t, acc_t, out_t>(data, layout, out, op, stream);
@@ -294,10 +324,11 @@ constexpr int64_t kPermutedOutputMaxElements = 1 << 16;
 // Where the kernels write `out` (of the dims of the tensor they reduce, size
 // 1 where reduced): no dims where it is dense; nullopt where it is written
 // dense and copied. Permuted outputs are written by kernels of their own
-// (output.cuh) for rows of a warp or less and columns of one chunk, the
-// small reductions where the copy's kernel is a good part of the time;
-// longer ones are written dense, and so are gathered rows (inputs of 2^20
-// elements or more, next to which the copy of the output is small).
+// (output.cuh) for rows of a warp or less, staged rows and columns of one
+// chunk, the small reductions where the copy's kernel is a good part of the
+// time; longer ones are written dense, and so are the other gathered rows
+// (inputs of small_gather_elements or more, next to which the copy of the
+// output is small).
 inline std::optional<StridedIndex> output_index(const at::Tensor& out, const ReduceLayout& layout,
                                                int64_t element_bytes) {
   int64_t sizes[kMaxStridedDims], strides[kMaxStridedDims];
@@ -317,7 +348,8 @@ inline std::optional<StridedIndex> output_index(const at::Tensor& out, const Red
   if (dims == 0 || (dims == 1 && strides[0] == 1)) return StridedIndex{};
   const bool permuted_kernels = layout.kind == ReduceLayout::Outer
                                     ? layout.reduce <= kFoldLength
-                                    : layout.kind == ReduceLayout::Inner && !splits_rows(layout, element_bytes);
+                                    : is_small_gather(layout, element_bytes) ||
+                                          (layout.kind == ReduceLayout::Inner && !splits_rows(layout, element_bytes));
   if (out.numel() > kPermutedOutputMaxElements || !permuted_kernels) return std::nullopt;
   StridedIndex index;
   index.dims = dims;

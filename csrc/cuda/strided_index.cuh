@@ -1,6 +1,6 @@
 // Where element i of a row-major order over strided dims lies: a permuted
 // output's element (output.cuh), a gathered row and its elements
-// (gathered_rows.cuh).
+// (gathered_rows.cuh, staged_rows_kernel.cuh).
 #pragma once
 
 #include <cstdint>
@@ -34,13 +34,18 @@ inline void set_divisor(StridedIndex& index, int d, uint32_t divisor) {
   index.magic[d] = static_cast<uint32_t>(((uint64_t{1} << 32) * ((uint64_t{1} << s) - divisor)) / divisor + 1);
 }
 
+// i / index.sizes[d], for i < 2^31.
+__device__ __forceinline__ uint32_t divide_by_size(uint32_t i, const StridedIndex& index, int d) {
+  return (__umulhi(i, index.magic[d]) + i) >> index.shift[d];
+}
+
 // Element i's offset, for an index of one or more dims.
 __device__ __forceinline__ uint32_t strided_offset(uint32_t i, const StridedIndex& index) {
   uint32_t at = 0;
 #pragma unroll
   for (int d = 0; d < kMaxStridedDims; ++d) {
     if (d < index.dims) {
-      const uint32_t quotient = (__umulhi(i, index.magic[d]) + i) >> index.shift[d];
+      const uint32_t quotient = divide_by_size(i, index, d);
       at += (i - quotient * index.sizes[d]) * index.strides[d];
       i = quotient;
     }

@@ -1,0 +1,111 @@
+// Reduces the rows of a small Gather layout (fewer than small_gather_elements,
+// rows shorter than kSmallGatherMaxRowBytes) in one launch: each
+// block copies a few whole rows into shared memory, reading every element
+// through the layout's strides, then folds them there. Small inputs took a
+// copy of the input and a row kernel (two launches, where torch takes one),
+// and the row kernels' gathered loads lose to that copy there
+// (reduce_front_end.cpp, plan_gather).
+//
+// The copy into shared memory is flat: thread t stages elements t, t + 256,
+// ... of the block's rows, kStageLoads loads in flight, each element found by
+// a few multiplications (strided_index.cuh); the whole GPU's worth of loads
+// is then in flight at once. The fold is row_reduce_kernel's order for a row
+// of this length -- items of kWidth consecutive elements folded in index
+// order from the identity, item i into slot (i / group) % kRowSlots, the
+// slots in turn, then the butterfly over the row's `group` lanes -- so a
+// staged row gives the bits of its copy read by the row kernels, and of the
+// same row gathered in a larger input (batch invariance; tests/test_sum.py).
+#pragma once
+
+#include "gathered_rows.cuh"
+#include "output.cuh"
+#include "primitives.cuh"
+#include "row_reduce.cuh"
+
+namespace torch_reduce {
+namespace cuda {
+
+// Loads a thread keeps in flight while staging: one round trip stages
+// kStageLoads * kRowThreads elements, the most rows a block takes
+// (staged_rows_per_block).
+constexpr int kStageLoads = 8;
+constexpr int kStagedElements = kStageLoads * kRowThreads;
+
+template <typename scalar_t, typename out_t>
+struct StagedRowsArgs {
+  const scalar_t* data;
+  int rows;            // the layout's batch; rows * row_length < 2^31
+  int row_length;      // the layout's reduce
+  int rows_per_block;  // rows_per_block * row_length elements fit the block's shared memory
+  int group;           // lanes per row: row_group_size, as row_reduce_kernel's
+  StridedIndex row_length_divisor;  // one dim of row_length: an element's row and place
+  out_t* out;
+};
+
+// kPermutedOutput: args.out is a permuted view, `out_index` (output.cuh).
+template <typename scalar_t, typename acc_t, typename out_t, typename Op, bool kPermutedOutput>
+__global__ void __launch_bounds__(kRowThreads)
+    staged_rows_kernel(StagedRowsArgs<scalar_t, out_t> args, Op op, RowGather gather, StridedIndex out_index) {
+  constexpr int kWidth = vector_width<scalar_t>();
+  extern __shared__ __align__(kVectorBytes) unsigned char stage_bytes[];
+  scalar_t* stage = reinterpret_cast<scalar_t*>(stage_bytes);
+  const Output<out_t> out{args.out, out_index};
+  const int length = args.row_length;
+  const int first_row = blockIdx.x * args.rows_per_block;
+  const int rows = min(args.rows_per_block, args.rows - first_row);
+  const int elements = rows * length;
+
+  // Element e of the block's rows is element e % length of row e / length:
+  // all kStageLoads loads are issued before any is stored.
+  for (int first = threadIdx.x; first < elements; first += kStagedElements) {
+    scalar_t loaded[kStageLoads];
+#pragma unroll
+    for (int k = 0; k < kStageLoads; ++k) {
+      const int e = first + k * kRowThreads;
+      if (e < elements) {
+        const uint32_t row = divide_by_size(static_cast<uint32_t>(e), args.row_length_divisor, 0);
+        const uint32_t place = static_cast<uint32_t>(e) - row * static_cast<uint32_t>(length);
+        loaded[k] = args.data[strided_offset(first_row + row, gather.rows) + gathered_element(place, gather).offset];
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < kStageLoads; ++k) {
+      const int e = first + k * kRowThreads;
+      if (e < elements) stage[e] = loaded[k];
+    }
+  }
+  __syncthreads();
+
+  const int group = args.group;
+  const int lane = threadIdx.x % group;
+  const int groups_per_block = kRowThreads / group;
+  const int items = (length + kWidth - 1) / kWidth;
+  // Every lane of a warp takes part in each butterfly, so the loop runs the
+  // same number of times in the whole block.
+  for (int base = 0; base < rows; base += groups_per_block) {
+    const int row = base + static_cast<int>(threadIdx.x) / group;
+    acc_t acc[kRowSlots];
+#pragma unroll
+    for (int s = 0; s < kRowSlots; ++s) acc[s] = op.identity();
+    if (row < rows) {
+      const scalar_t* p = stage + row * length;
+      for (int step = 0; step < items; step += kRowSlots * group) {
+#pragma unroll
+        for (int s = 0; s < kRowSlots; ++s) {
+          // An item as row_reduce_kernel folds one read element by element.
+          const int item = step + s * group + lane;
+          acc[s] = op.combine(acc[s], item < items ? fold_elements(op.identity(), load_elements(p + item * kWidth, length - item * kWidth), op)
+                                                   : op.identity());
+        }
+      }
+    }
+#pragma unroll
+    for (int s = 1; s < kRowSlots; ++s) acc[0] = op.combine(acc[0], acc[s]);
+    const acc_t total = group_reduce(acc[0], group, op);
+    if (lane == 0 && row < rows)
+      *out.template at<kPermutedOutput>(first_row + row) = static_cast<out_t>(op.project(total));
+  }
+}
+
+}  // namespace cuda
+}  // namespace torch_reduce
