@@ -1,12 +1,18 @@
 """Probe: dim reductions read as gathered rows (one kernel, in place through their strides)
 against the copy they would otherwise take (kept dims first, reduced dims after them in memory
 order, made contiguous, then reduced as rows), and against torch.sum, for inputs of 2^20 to 2^22
-elements. Sums; the cases are named by their runs in memory order (R reduced, K kept; c: the
-innermost reduced run's length). Time per call from benchmarks/timing.py (CUDA graphs).
+elements (the row kernels' gathered loads) or, with --small, of just under 2^10 to 2^20 elements
+(staged_rows_kernel; float32 from 2^18 the row kernels' again: small_gather_elements in
+csrc/reduce_front_end.h). Sums; the cases are named by their runs in memory order (R reduced,
+K kept; c: the innermost reduced run's length). Time per call from benchmarks/timing.py (CUDA
+graphs).
 
-Run from the repository root (the output is benchmarks/results/gathered_rows_h100.txt):
+Run from the repository root (the outputs are benchmarks/results/gathered_rows_h100.txt and
+benchmarks/results/staged_rows_h100.txt):
     python3 benchmarks/probes/gathered_rows.py
+    python3 benchmarks/probes/gathered_rows.py --small
 """
+import argparse
 import os
 import sys
 
@@ -31,12 +37,19 @@ CASES = {  # name: (input shape for n, view of it, dims)
     "strided 100": (lambda n: (n, 200), lambda t: t[:, ::2], (1,)),
     "strided 10000": (lambda n: (n, 20000), lambda t: t[:, ::2], (1,)),
 }
+parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("--small", action="store_true", help="inputs of just under 2^10 to 2^20 elements")
+small = parser.parse_args().small
+SIZES_LOG2 = (10, 13, 16, 19, 20) if small else (20, 21, 22)
+
 print("case dtype elements new_us copy_us torch_us copy/new torch/new", flush=True)
 for dtype in (torch.float32, torch.bfloat16):
     for name, (shape_of, view, dims) in CASES.items():
-        for log_e in (20, 21, 22):
+        for log_e in SIZES_LOG2:
             one = view(torch.empty(shape_of(1), device="meta")).numel()
-            n = -(-2**log_e // one)  # the least n that gives 2^log_e elements or more
+            # The least n that gives 2^log_e elements or more; with --small, the most n that
+            # gives fewer (at least 1).
+            n = max(1, (2**log_e - 1) // one) if small else -(-2**log_e // one)
             x = view(torch.randn(shape_of(n), device=dev).to(dtype))
 
             def gathered():
