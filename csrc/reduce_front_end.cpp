@@ -230,19 +230,6 @@ std::optional<ReduceLayout> plan_layout(const at::Tensor& input,
   return match_layout(input, reduced, order);
 }
 
-std::pair<at::Tensor, ReduceLayout> gathered_rows(const at::Tensor& input, const ReduceLayout& layout) {
-  TORCH_INTERNAL_ASSERT(layout.kind == ReduceLayout::Gather);
-  std::vector<int64_t> sizes, strides;  // outermost first
-  for (const Runs* runs : {&layout.batch_runs, &layout.reduce_runs}) {
-    for (int d = runs->count - 1; d >= 0; --d) {
-      sizes.push_back(runs->sizes[d]);
-      strides.push_back(runs->strides[d]);
-    }
-  }
-  at::Tensor rows = input.as_strided(sizes, strides, input.storage_offset()).contiguous();
-  return {rows, ReduceLayout{ReduceLayout::Inner, layout.batch, layout.reduce, 1, layout.reduce, 1, layout.full}};
-}
-
 namespace {
 
 // Full reductions are copied rather than gathered, and so are small inputs
@@ -445,10 +432,15 @@ at::Tensor reduce_dims(ReduceKind kind, const at::Tensor& input, const std::vect
   // the input is copied only once.
   const at::Tensor dense_shape = at::empty(in_memory_order.sizes(), input.options().device(at::kMeta));
   const auto dense_layout = plan_layout(dense_shape, memory_reduced);
-  // Where the copy would be rows, the kernels read them in place instead
-  // (Gather), in the copy's order: one kernel where the copy took two.
-  // Columns are still copied, so that a slice reads as the whole does.
-  if (algo == Algorithm::Default && (!dense_layout || dense_layout->kind == ReduceLayout::Inner)) {
+  // Where the copy would be rows, the CUDA kernels read them in place
+  // instead (Gather), in the copy's order: one kernel where the copy took
+  // two. Columns are still copied, so that a slice reads as the whole does.
+  // The CPU has no such kernels: its copy below, kept dims first, writes the
+  // result in its own order, where rows copied in memory order would be
+  // reduced into a dense output and copied again (CPU sweep cases 53 and 98,
+  // a build that did so, not committed: 24 -> 28 and 14.4 -> 16.7 us).
+  if (algo == Algorithm::Default && input.is_cuda() &&
+      (!dense_layout || dense_layout->kind == ReduceLayout::Inner)) {
     if (const auto gather = plan_gather(in_memory_order, memory_reduced))
       return reduce_into_result(in_memory_order, *gather);
   }

@@ -11,7 +11,6 @@
 
 #include <optional>
 #include <string>
-#include <utility>
 
 #include "algorithm.h"
 #include "ops.h"
@@ -36,6 +35,7 @@ namespace torch_reduce {
 //    (inner == 1; batch_stride and reduce_stride unused)
 //  Its elements are folded in the order of a contiguous row of `reduce`
 //  elements, so that the result is the one the copy would have given.
+//  Planned for CUDA tensors only (the CPU copies such dims).
 //
 // Strides are in elements; `data` is input.data_ptr() (storage offset
 // included). `full` marks a reduction over every element (batch == 1), for
@@ -98,10 +98,6 @@ void reduce_through_dense(at::Tensor& out, ReduceDense&& reduce_dense) {
   reduce_dense(dense);
   out.copy_(dense);
 }
-
-// A Gather layout's rows as a new contiguous tensor, and the Inner layout
-// that reads it, for a backend without gathering kernels (the CPU).
-std::pair<at::Tensor, ReduceLayout> gathered_rows(const at::Tensor& input, const ReduceLayout& layout);
 
 // Merges adjacent dims of `input` (sizes of 1 dropped) and matches the
 // result against the two layouts; std::nullopt when neither fits.

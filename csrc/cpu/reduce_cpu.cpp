@@ -558,11 +558,8 @@ void reduce_layout_cpu(ReduceKind kind, const at::Tensor& input,
   TORCH_INTERNAL_ASSERT(algorithm == Algorithm::Default,
                         "torch_reduce: CPU kernel called with algorithm '",
                         algorithm_name(algorithm), "'");
-  if (layout.kind == ReduceLayout::Gather) {
-    // Rows read through strides: the CPU kernels read a copy of them.
-    const auto [rows, rows_layout] = gathered_rows(input, layout);
-    return reduce_layout_cpu(kind, rows, rows_layout, out, algorithm);
-  }
+  // The front end plans Gather layouts for CUDA tensors only.
+  TORCH_INTERNAL_ASSERT(layout.kind != ReduceLayout::Gather, "torch_reduce: CPU kernel called with a Gather layout");
   if (!out.is_contiguous()) {
     // A permuted view of the result: the CPU kernels write dense outputs.
     return reduce_through_dense(out,
