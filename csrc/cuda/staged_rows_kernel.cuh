@@ -8,8 +8,8 @@
 //
 // The copy into shared memory is flat: thread t stages elements t, t + 256,
 // ... of the block's rows, kStageLoads loads in flight, each element found by
-// a few multiplications (strided_index.cuh); the whole GPU's worth of loads
-// is then in flight at once. The fold is row_reduce_kernel's order for a row
+// a few multiply-shifts (strided_index.cuh), so that a small input's loads
+// are all in flight at once. The fold is row_reduce_kernel's order for a row
 // of this length -- items of kWidth consecutive elements folded in index
 // order from the identity, item i into slot (i / group) % kRowSlots, the
 // slots in turn, then the butterfly over the row's `group` lanes -- so a
@@ -26,8 +26,8 @@ namespace torch_reduce {
 namespace cuda {
 
 // Loads a thread keeps in flight while staging: one round trip stages
-// kStageLoads * kRowThreads elements, the most rows a block takes
-// (staged_rows_per_block).
+// kStageLoads * kRowThreads elements, the most a block takes in rows of that
+// length or less (staged_rows_per_block).
 constexpr int kStageLoads = 8;
 constexpr int kStagedElements = kStageLoads * kRowThreads;
 
