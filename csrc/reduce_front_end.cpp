@@ -266,8 +266,7 @@ std::optional<ReduceLayout> plan_gather(const at::Tensor& input, const std::vect
   ReduceLayout layout{ReduceLayout::Gather, 1, 1, 1, 0, 0, false, *batch_runs, *reduce_runs};
   for (int d = 0; d < batch_runs->count; ++d) layout.batch *= batch_runs->sizes[d];
   for (int d = 0; d < reduce_runs->count; ++d) layout.reduce *= reduce_runs->sizes[d];
-  if (input.numel() < small_gather_elements(input.element_size()) &&
-      layout.reduce * input.element_size() >= kSmallGatherMaxRowBytes)
+  if (is_small_gather(layout, input.element_size()) && layout.reduce * input.element_size() >= kSmallGatherMaxRowBytes)
     return std::nullopt;
   return layout;
 }

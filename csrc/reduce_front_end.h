@@ -80,6 +80,11 @@ struct ReduceLayout {
   Runs reduce_runs = {};  // Gather only
 };
 
+// A Gather layout of fewer elements than small_gather_elements.
+inline bool is_small_gather(const ReduceLayout& layout, int64_t element_size) {
+  return layout.kind == ReduceLayout::Gather && layout.batch * layout.reduce < small_gather_elements(element_size);
+}
+
 // Reduces `input` (already of a dtype that dispatch.h instantiates) as
 // described by `layout` into `out`: batch * inner elements of the kernel's
 // output dtype, of the dims of `input` (size 1 where reduced), output b * inner

@@ -166,10 +166,6 @@ void launch_staged_rows(const scalar_t* data, const ReduceLayout& layout, const 
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-inline bool is_small_gather(const ReduceLayout& layout, int64_t element_bytes) {
-  return layout.kind == ReduceLayout::Gather && layout.batch * layout.reduce < small_gather_elements(element_bytes);
-}
-
 // One pass of the column reduction (one level or two, see column_fold.cuh);
 // returns the partials when it was not the last pass (they are the next
 // pass's input). later_pass: it reads the partials of the pass before.
