@@ -381,8 +381,8 @@ def test_reduced_without_copying_the_input_read_in_place(cuda_device, case, make
 
 
 # Gathered rows beside the copies they replace, and the cases still copied: small inputs of rows
-# of 16 KiB or more (float64 rows of 2100 above, all of 8200), full reductions, more runs than the kernels index (five
-# reduced runs), reductions over dims of size 1 alone. (Columns are copied too, so that a slice
+# of 16 KiB or more (float64 rows of 2100 above, all of 8200), full reductions, more runs than the
+# kernels index (five reduced runs), reductions over dims of size 1 alone. (Columns are copied too, so that a slice
 # whose kept dims no longer merge reads as the whole does: KEPT_SLICES.)
 ROWS_CASES = {**GATHERED_CASES, **SMALL_GATHERED_CASES,
               "small, rows of 16 KiB or more, copied": (lambda x: x[:, ::2], (30, 16400), (1,)),

@@ -2,8 +2,8 @@
 against the copy they would otherwise take (kept dims first, reduced dims after them in memory
 order, made contiguous, then reduced as rows), and against torch.sum, for inputs of 2^20 to 2^22
 elements (the row kernels' gathered loads) or, with --small, of just under 2^10 to 2^20 elements
-(staged_rows_kernel; float32 from 2^18 the row kernels' again: small_gather_elements in
-csrc/reduce_front_end.h). Sums; the cases are named by their runs in memory order (R reduced,
+(staged_rows_kernel, but float32 from 2^18 elements reads as gathered rows again:
+small_gather_elements in csrc/reduce_front_end.h). Sums; the cases are named by their runs in memory order (R reduced,
 K kept; c: the innermost reduced run's length). Time per call from benchmarks/timing.py (CUDA
 graphs).
 
