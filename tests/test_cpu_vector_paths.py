@@ -1,0 +1,85 @@
+"""The CPU kernels are compiled for the baseline ISA, AVX2 and AVX-512, and run the widest the
+processor has (ATEN_CPU_CAPABILITY=default|avx2 caps it, as for torch's own kernels). Vector
+width may change how many lanes one instruction updates, and half may be widened by F16C rather
+than by integer arithmetic, but never a result: every path gives the same bits.
+
+Each capped path runs in a child process (the cap is read once, at load) on inputs saved by this
+one, and its results are compared bitwise with this process's (the widest path here).
+"""
+import os
+import platform
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import torch_reduce  # noqa: F401
+
+pytestmark = pytest.mark.skipif(
+    platform.machine() not in ("x86_64", "AMD64"), reason="ISA caps only exist on x86-64"
+)
+
+# (name, shape, dims): full reductions and rows long enough for the lanes, short rows of a
+# compile-time and a run-time length, wide columns (the column tiles and their remainder), narrow
+# columns (side by side).
+LAYOUTS = [
+    ("full", (70001,), None),
+    ("long rows", (3, 5000), (1,)),
+    ("short rows, length 5", (4001, 5), (1,)),
+    ("short rows, length 21", (4001, 21), (1,)),
+    ("wide columns", (300, 1030), (0,)),
+    ("narrow columns", (1000, 5), (0,)),
+]
+DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int32]
+OPS = ["sum", "mean", "amax", "amin"]
+
+
+def _inputs():
+    gen = torch.Generator().manual_seed(0)
+    inputs = {}
+    for dtype in DTYPES:
+        for name, shape, _ in LAYOUTS:
+            if dtype.is_floating_point:
+                x = torch.randn(shape, generator=gen, dtype=torch.float64) * 100
+            else:
+                x = torch.randint(-(2**31), 2**31 - 1, shape, generator=gen, dtype=torch.int64)
+            inputs[(str(dtype), name)] = x.to(dtype)
+    return inputs
+
+
+def _results(inputs):
+    results = {}
+    for (dtype, name), x in inputs.items():
+        dims = next(d for n, _, d in LAYOUTS if n == name)
+        for op in OPS:
+            if op == "mean" and not x.dtype.is_floating_point:
+                continue
+            results[(dtype, name, op)] = getattr(torch_reduce, op)(x, dims)
+    return results
+
+
+_CHILD = """
+import sys, torch
+sys.path[:0] = sys.argv[3:]
+import test_cpu_vector_paths as t
+torch.save(t._results(torch.load(sys.argv[1])), sys.argv[2])
+"""
+
+
+@pytest.mark.parametrize("cap", ["default", "avx2"])
+def test_capped_isa_gives_the_same_bits(cap, tmp_path):
+    inputs = _inputs()
+    torch.save(inputs, tmp_path / "inputs.pt")
+    env = dict(os.environ, ATEN_CPU_CAPABILITY=cap)
+    here = os.path.dirname(os.path.abspath(__file__))
+    subprocess.run(
+        [sys.executable, "-c", _CHILD, str(tmp_path / "inputs.pt"), str(tmp_path / "out.pt"), here, *sys.path],
+        env=env,
+        check=True,
+    )
+    capped = torch.load(tmp_path / "out.pt")
+    widest = _results(inputs)
+    assert capped.keys() == widest.keys()
+    for key, expected in widest.items():
+        torch.testing.assert_close(capped[key], expected, rtol=0, atol=0, equal_nan=True, msg=lambda m: f"{key}: {m}")
