@@ -618,11 +618,12 @@ def test_every_half_bit_pattern_converts_exactly(device, dtype):
     torch.testing.assert_close(torch_reduce.sum(rows, 1), x, **exact)
     torch.testing.assert_close(torch_reduce.sum(x.view(-1, 1), 1, dtype=torch.float32), x.float(), **exact)
     torch.testing.assert_close(torch_reduce.sum(rows.t(), 0, dtype=torch.float32), x.float(), **exact)
-    # Each value alone among -0.0s in rows and columns of 64: the vector conversions (F16C on the
-    # CPU) of the row and column folds.
-    padded = torch.full((x.numel(), 64), -0.0, dtype=dtype, device=device)
-    padded[:, 0] = x
-    torch.testing.assert_close(torch_reduce.sum(padded, 1, dtype=torch.float32), x.float(), **exact)
+    # Each value alone among -0.0s in rows of 21 and of 64 and in columns of 64: the vector
+    # conversions (F16C on the CPU) of the short-row, row and column folds.
+    for width in (21, 64):
+        padded = torch.full((x.numel(), width), -0.0, dtype=dtype, device=device)
+        padded[:, 0] = x
+        torch.testing.assert_close(torch_reduce.sum(padded, 1, dtype=torch.float32), x.float(), **exact)
     torch.testing.assert_close(torch_reduce.sum(padded.t().contiguous(), 0, dtype=torch.float32), x.float(), **exact)
     # Subnormals only: their float32 sum is exact.
     sub = x[(x.abs() < torch.finfo(dtype).tiny) & (x != 0)]
