@@ -272,6 +272,17 @@ acc_t fold_lanes(Isa, const scalar_t* __restrict x, int64_t n, const Op& op) {
   for (int s = 1; s < kSets; ++s)
     for (int j = 0; j < lanes; ++j) lane[0][j] = op.combine(lane[0][j], lane[s][j]);
   for (; i + lanes <= n; i += lanes) fold_vector(lane[0], x + i);
+  if constexpr (kSelects<Op>) {
+    // amax and amin fold the last n % lanes elements as one more vector,
+    // padded with the identity: one by one, gcc compiled their selects to
+    // branches, which random data mispredicts.
+    if (i < n) {
+      acc_t last[lanes];
+      for (int j = 0; j < lanes; ++j) last[j] = j < n - i ? widen<acc_t>(x[i + j]) : op.identity();
+      for (int j = 0; j < lanes; ++j) lane[0][j] = op.combine(lane[0][j], last[j]);
+      i = n;
+    }
+  }
   combine_halves<lanes / 2>(lane[0], op);
   acc_t acc = lane[0][0];
   for (; i < n; ++i) acc = op.combine(acc, widen<acc_t>(x[i]));
