@@ -293,13 +293,16 @@ std::optional<ReduceLayout> plan_gather(const at::Tensor& input, const std::vect
 // there (float64 amax of a (10, 216, 4083) slice 79.4 -> 29.5).
 //
 // On the CPU, where a stage costs a few microseconds more and no launch,
-// full reductions are staged at every size: their copy wrote and read the
-// whole input again (CPU sweep, this code with and without, dev builds not
+// reductions are staged at every size: their copy wrote and read the whole
+// input again (CPU sweep, this code with and without, dev builds not
 // committed: float64 sum of a (36, 2337) slice 43.9 -> 8.3 us, int32 amin
-// of a (4, 9005) slice 20.6 -> 4.6, torch 8.6 and 5.6). Dim reductions keep
-// the bound: staged, those with few values an output won some cases and lost
-// others (float32 amax over (0, 3) of a transposed (61, 2, 41, 16) 17.1 ->
-// 46.8, float64 amin over (0, 2) of (35, 385, 4) 38.4 -> 10.5).
+// of a (4, 9005) slice 20.6 -> 4.6, torch 8.6 and 5.6). Dim reductions with
+// few values an output lost at first where a stage was short rows folded
+// one chain at a time (float32 amax over (0, 3) of a transposed
+// (61, 2, 41, 16), 17.1 -> 46.8); with rows folded side by side and
+// extrema's last elements as a vector, that case took 16.1 -> 17.2, float16
+// mean over (0, 2) of a transposed (2, 442, 194) 92.9 -> 14.2 (torch 211)
+// and float64 amin over (0, 2) of (35, 385, 4) 48.0 -> 11.2 (torch 79).
 constexpr int64_t kMinStagedCount = 1024;
 constexpr int64_t kMinStagedFullCount = 1 << 20;
 constexpr int64_t kRowStageMinLength = 32;
@@ -312,7 +315,7 @@ std::optional<std::vector<std::vector<bool>>> plan_stages(const at::Tensor& inpu
   for (int64_t d = 0; d < input.dim(); ++d)
     if (reduced[d]) count *= input.size(d);
   const bool full = all_reduced(reduced);
-  const int64_t min_count = !full ? kMinStagedCount : input.is_cuda() ? kMinStagedFullCount : 0;
+  const int64_t min_count = !input.is_cuda() ? 0 : full ? kMinStagedFullCount : kMinStagedCount;
   if (count < min_count) return std::nullopt;
   int64_t outer = -1;  // the last dim larger than 1 so far
   for (int64_t d = 0; d < input.dim(); ++d) {

@@ -403,18 +403,23 @@ def rows_copy(x, dims):
 
 @pytest.mark.parametrize("op,dtype", STAGED_OPS, ids=_id)
 @pytest.mark.parametrize("case", list(ROWS_CASES), ids=_id)
-def test_gathered_rows_give_the_bits_of_their_copy(device, case, op, dtype, make_input, bitwise_equal, poison):
+def test_gathered_rows_give_the_bits_of_their_copy(device, case, op, dtype, make_input, bitwise_equal, poison,
+                                                   check):
     """Rows read in place through their strides give the bits of the same rows copied (kept dims
     first, reduced dims after them in memory order), every output written (the allocator's
     blocks hold NaN beforehand), and a slice of a kept dim gives the same bits as the same
-    outputs of the whole (batch invariance) where there is one."""
+    outputs of the whole (batch invariance) where there is one. (The CPU reads no rows through
+    strides: it stages reduced dims in several runs, in an order of its own, and copies the rest.)"""
     view, shape, dims = ROWS_CASES[case]
     x = view(make_input(shape, dtype, device))
     reduce = getattr(torch_reduce, op)
     copy, copy_dims = rows_copy(x, dims)
     poison(device, copy.numel() * 8)
     out = reduce(x) if dims is None else reduce(x, dims)
-    bitwise_equal(out, reduce(copy, copy_dims), "the copy's rows")
+    if x.is_cuda:
+        bitwise_equal(out, reduce(copy, copy_dims), "the copy's rows")
+    else:
+        check(out, x, op=op, dim=dims)
     kept = None if dims is None else next((d for d in range(x.dim()) if d not in dims and x.size(d) > 1), None)
     if kept is not None:
         cut = x.narrow(kept, 1, x.size(kept) - 2)
