@@ -233,9 +233,10 @@ constexpr bool kSelects<MinOp<acc_t>> = true;
 // Folds x[0, n) into one accumulator: lane j folds x[j], x[j + lanes], ...
 // of the whole vectors in sequence, the lanes are combined pairwise, then the
 // last n % lanes elements are folded in one by one (a scalar tail, so that
-// the lanes are never indexed at run time and stay in registers). With
-// kSets sets of lanes, the sets take kSets vectors in turn, and are combined
-// into the first before the last whole vectors.
+// the lanes are never indexed at run time and stay in registers; amax and
+// amin fold them into the lanes as one more vector, below). With kSets sets
+// of lanes, the sets take kSets vectors in turn, and are combined into the
+// first before the last whole vectors.
 template <int kSets, typename scalar_t, typename acc_t, typename Isa, typename Op>
 acc_t fold_lanes(Isa, const scalar_t* __restrict x, int64_t n, const Op& op) {
   constexpr int lanes = kLanes<acc_t>;
