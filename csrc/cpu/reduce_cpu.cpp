@@ -607,7 +607,7 @@ void fold_short_rows_of_length(Isa isa, const scalar_t* data, int64_t stride, in
 // Rows shorter than kLanes<acc_t> (fold_short_rows' buffer of widened half).
 template <typename scalar_t, typename acc_t, typename out_t, typename Op>
 void reduce_short_rows(const scalar_t* data, const ReduceLayout& layout, out_t* out, const Op& op) {
-  TORCH_INTERNAL_ASSERT(layout.reduce < kLanes<acc_t>);
+  TORCH_INTERNAL_ASSERT_DEBUG_ONLY(layout.reduce < kLanes<acc_t>);  // reduce_rows' test, restated
   const int64_t grain = ceil_div(at::internal::GRAIN_SIZE, layout.reduce);
   at::parallel_for(0, layout.batch, grain, [&](int64_t begin, int64_t end) {
     run_vectorised([&](auto isa) {
