@@ -8,7 +8,7 @@ split full reductions, misaligned heads and ragged tails, short and long rows
 (vectorized, scalar, and several to a load), gathered rows (staged in shared
 memory where small), the column kernels (short for
 each rows-per-slot, chunk (also writing the output of columns of one chunk),
-tile teams, wide and block) over several passes, permuted tensors (their
+tile teams, wide, block and flat) over several passes, permuted tensors (their
 output copied, or written through the permutation), all four ops, every ladder
 algorithm. Exits non-zero if a result is wrong.
 """
@@ -52,6 +52,17 @@ for dtype in (torch.float32, torch.bfloat16, torch.int32, torch.uint8):
         check(f"amin {dtype} {shape} {dim}", torch_reduce.amin(x, dim), torch.amin(cpu, dim), True)
         if not exact:
             check(f"mean {dtype} {shape} {dim}", torch_reduce.mean(x, dim), torch.mean(cpu, dim), False)
+
+# Dense narrow columns of 4 MiB or more, whose first pass reads the rows as one flat run
+# (column_flat_kernel): dense, a view one column into its frame, one whose last row ends before
+# its run does (last chunks of 49, 1 and 33 rows), and batches of such views.
+for base, view, dim in (((350001, 3), lambda t: t, 0), ((150001, 15), lambda t: t[:, 1:], 0),
+                        ((150017, 16), lambda t: t[:, :-1], 0), ((4, 40033, 8), lambda t: t[..., 1:], 1)):
+    for dtype in (torch.float32, torch.bfloat16):
+        x = view((torch.randn(base, device=device) * 10).to(dtype))
+        cpu = x.cpu()
+        check(f"sum flat {tuple(x.shape)} {dtype}", torch_reduce.sum(x, dim), torch.sum(cpu.double(), dim).to(dtype), False)
+        check(f"amin flat {tuple(x.shape)} {dtype}", torch_reduce.amin(x, dim), torch.amin(cpu, dim), True)
 
 # Kept dims out of memory order: reduced in the input's memory order; a large output written
 # dense and copied, small ones written through the permutation (rows one and several a lane,

@@ -523,6 +523,57 @@ def test_narrow_columns(device, op, dtype, shape, dim, view, make_input, check):
     check(getattr(torch_reduce, op)(x, dim), x, op=op, dim=dim)
 
 
+# Dense narrow columns of 4 MiB or more, whose first pass reads the rows as one flat run
+# (column_flat_kernel.cuh): odd column counts (items of one or two 16- or 32-bit elements), rows
+# padded by less than a vector (x[..., 1:] and x[..., :-1] of a tensor one column wider; the first
+# also starts the run before the view), batches of such rows, and last chunks of 33 rows
+# (700001), one (160001, 40001), none (65536) and 63 (65599). Layouts the kernel does not take (a batch stride of no whole vectors, items of 8 bytes,
+# rows of one item, one-byte and 8-byte elements) give the same results.
+FLAT_COLUMN_SHAPES = [(700001, 3), (160001, 15), (65536, 49), (65599, 33), (8, 40001, 7)]
+FLAT_COLUMN_OPS = [pytest.param(op, dt, id=f"{op}-{_id(dt)}") for op in ("sum", "mean", "amax", "amin")
+                   for dt in (torch.float32, torch.bfloat16, torch.float16, torch.int32, torch.int16)
+                   if op != "mean" or dt.is_floating_point]
+FLAT_VIEWS = {"dense": lambda t: t, "first column cut": lambda t: t[..., 1:], "last column cut": lambda t: t[..., :-1]}
+
+
+def _flat_columns_input(shape, view, dtype, device, make_input):
+    wider = shape[:-1] + (shape[-1] + (view != "dense"),)
+    return FLAT_VIEWS[view](make_input(wider, dtype, device))
+
+
+@pytest.mark.parametrize("op,dtype", FLAT_COLUMN_OPS)
+@pytest.mark.parametrize("shape", FLAT_COLUMN_SHAPES, ids=_id)
+@pytest.mark.parametrize("view", list(FLAT_VIEWS))
+def test_flat_columns(device, op, dtype, shape, view, make_input, check, poison):
+    x = _flat_columns_input(shape, view, dtype, device, make_input)
+    poison(device, x.numel() * 4)
+    check(getattr(torch_reduce, op)(x, -2), x, op=op, dim=-2)
+
+
+@pytest.mark.requires_cuda
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=_id)
+@pytest.mark.parametrize("shape", FLAT_COLUMN_SHAPES, ids=_id)
+@pytest.mark.parametrize("view", list(FLAT_VIEWS))
+def test_flat_columns_are_fold64(cuda_device, dtype, shape, view, make_input, bitwise_equal):
+    """The flat run gives each column the bits of the documented fold64 order."""
+    x = _flat_columns_input(shape, view, dtype, cuda_device, make_input)
+    columns = x.movedim(-2, 0).reshape(x.shape[-2], -1)  # the batches' columns side by side
+    expected = fold64_reference(columns).to(dtype).view(x.shape[:-2] + x.shape[-1:])
+    bitwise_equal(torch_reduce.sum(x, -2), expected, f"{shape} {view}")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=_id)
+@pytest.mark.parametrize("op", ["sum", "amax", "amin"])
+def test_flat_columns_propagate_nan(device, op, dtype, make_input, check):
+    """A NaN in a whole chunk and one in the last, ragged chunk reach their own columns alone."""
+    x = make_input((700001, 7), dtype, device)
+    x[100, 2] = float("nan")
+    x[700000, 5] = float("nan")
+    out = getattr(torch_reduce, op)(x, 0)
+    assert out.isnan().tolist() == [c in (2, 5) for c in range(7)]
+    check(out, x, op=op, dim=0)
+
+
 # Column reductions of two and three passes, whose first passes take each column kernel (the short
 # one as the first level of a 128 MiB input and of narrow items, whose later passes must fold mean's
 # values unscaled).

@@ -11,7 +11,7 @@
 //   slot s (0..7) folds values s, s + 8, ..., s + 56 in that order, and the
 //   eight slots are combined by the fixed tree ((p0 p4)(p2 p6))((p1 p5)(p3 p7));
 //   levels repeat on the results until one value is left.
-// The eight slots are independent, which lets three kernels compute that
+// The eight slots are independent, which lets four kernels compute that
 // same order, each where it reads memory best:
 //  - column_short_kernel.cuh (R <= 64, or the first level of longer columns
 //    in large inputs): a thread reads all rows of a chunk of a few adjacent
@@ -22,8 +22,12 @@
 //  - column_tile_kernel.cuh (few columns): the slots are eight lanes of a
 //    warp, so that a warp reads consecutive rows, and the tree runs through
 //    shuffles.
-// The last two fold one level a pass, or two when a block (or a team of
-// lanes) owns a whole tile of 64 chunks. A pass writes its results as a new column
+//  - column_flat_kernel.cuh (the first level of long, dense columns of
+//    narrow items): eight rows are one run of memory read with 16-byte
+//    loads, a lane of a load holding one slot of one column, and the tree
+//    runs through shared memory.
+// The block and tile kernels fold one level a pass, or two when a block (or
+// a team of lanes) owns a whole tile of 64 chunks. A pass writes its results as a new column
 // problem [values, batch * columns] of accumulators, and passes repeat until
 // one value is left; the last one writes the output. launch_config.cuh
 // picks the kernel of each pass; dependent_launch.cuh starts each pass

@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "column_block_kernel.cuh"
+#include "column_flat_kernel.cuh"
 #include "column_short_kernel.cuh"
 #include "column_tile_kernel.cuh"
 #include "device_info.cuh"
@@ -338,6 +339,45 @@ inline TileMode tile_mode(int64_t item_groups, int row_lanes, int64_t chunks, bo
     return TileMode::Teams;
   }
   return tiles_fill_device(item_groups, chunks) ? TileMode::Wide : TileMode::Chunks;
+}
+
+// The first pass of columns of narrow items (kNarrowItemBytes) reads dense
+// rows as one flat run (column_flat_kernel.cuh) where the columns are a
+// window of frame rows of reduce_stride elements with less than a vector's
+// width of them outside it, the frame (the view's start rounded down to 16
+// bytes, and each batch's) aligned, and eight frame rows of at most
+// kColumnThreads vectors. A thread then keeps eight 16-byte loads in flight
+// where a narrow item's thread kept eight of 2 or 4 bytes. Returns the
+// window's first column in the frame, or -1.
+//
+// The flat pass folds one level, where the wide blocks and teams fold two,
+// and its blocks wait for their slowest unit each step: it is taken for
+// inputs of kFlatColumnsMinBytes or more whose columns are longer than a
+// chunk and whose rows hold more than one item. H100 A/B, one build with the
+// flat pass switched off by a dev hook (not committed), sum over dim 0
+// unless said, us, flat / item kernels (torch): bfloat16 852600 x 49 39.2 /
+// 73.0 (47.9), 2000000 x 33 58.4 / 103.0 (92.9), 4000000 x 3 13.6 / 21.4
+// (14.6), a (262144, 127) slice 32.6 / 59.9 (35.2); float32 4000000 x 3 24.3
+// / 30.7 (25.2), 2000000 x 5 17.6 / 28.7 (16.7), 70000 x 33 7.0 / 9.0
+// (12.2), 250000 x 5 5.8 / 6.6 (8.1); int32 amin 5000000 x 5 41.2 / 65.4
+// (44.4). It lost for small inputs (bfloat16 300 x 77 3.5 / 2.4, float32
+// 20000 x 9 4.2 / 3.7), for rows of one item (bfloat16 1000000 x 2 6.7 /
+// 5.1), for columns of one chunk (float16 mean over dim 1 of a (202758, 22,
+// 7) slice 68.1 / 48.0), and for items of 8 bytes (float32 540000 x 6 8.5
+// / 6.9, bfloat16 7840000 x 4 31.9 / 27.7, float64 1000000 x 7 27.0 / 25.0;
+// only float32 10000000 x 10 gained, 141.3 / 163.9).
+constexpr int64_t kFlatColumnsMinBytes = 4 << 20;
+
+inline int64_t flat_first_column(uintptr_t address, int64_t element_bytes, int64_t item_width, int64_t batch,
+                                 int64_t reduce, int64_t columns, int64_t batch_stride, int64_t reduce_stride) {
+  const int64_t width = kVectorBytes / element_bytes;
+  const int64_t first = static_cast<int64_t>(address % kVectorBytes) / element_bytes;
+  const bool narrow = item_width * element_bytes < kNarrowItemBytes && columns > item_width;
+  const bool large = reduce > kFoldLength && batch * reduce * reduce_stride * element_bytes >= kFlatColumnsMinBytes;
+  const bool dense = reduce_stride - columns >= first && reduce_stride - columns < width;
+  const bool runs = (kSlots * reduce_stride) % width == 0 && kSlots * reduce_stride / width <= kColumnThreads;
+  const bool batches = batch == 1 || (batch_stride % width == 0 && batch_stride >= reduce * reduce_stride);
+  return narrow && large && dense && runs && batches ? first : -1;
 }
 
 // Items of one chunk row that column_tile_kernel's lanes share: a power of

@@ -166,6 +166,17 @@ void launch_staged_rows(const scalar_t* data, const ReduceLayout& layout, const 
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// Columns an item of a column pass holds: the widest vector of columns that
+// every row and batch start aligned to.
+template <typename in_t, typename acc_t>
+int column_item_width(const in_t* data, int64_t batch, int64_t columns, int64_t batch_stride, int64_t reduce_stride) {
+  int width = column_width<in_t, acc_t>();
+  while (width > 1 && !(is_aligned(data, width * sizeof(in_t)) && columns % width == 0 && reduce_stride % width == 0 &&
+                        (batch == 1 || batch_stride % width == 0)))
+    width /= 2;
+  return width;
+}
+
 // One pass of the column reduction (one level or two, see column_fold.cuh);
 // returns the partials when it was not the last pass (they are the next
 // pass's input). later_pass: it reads the partials of the pass before.
@@ -182,12 +193,7 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
   ColumnKernel kernel = permuted ? ColumnKernel::Short
                                  : column_kernel(reduce, batch, ceil_div(columns, column_width<in_t, acc_t>()), bytes,
                                                  columns * static_cast<int64_t>(sizeof(in_t)));
-  // Items: the widest vector of columns that every row and batch start
-  // aligned to.
-  int width = permuted ? 1 : column_width<in_t, acc_t>();
-  while (width > 1 && !(is_aligned(data, width * sizeof(in_t)) && columns % width == 0 && reduce_stride % width == 0 &&
-                        (batch == 1 || batch_stride % width == 0)))
-    width /= 2;
+  const int width = permuted ? 1 : column_item_width<in_t, acc_t>(data, batch, columns, batch_stride, reduce_stride);
   ColumnArgs<in_t, acc_t, out_t> args{data, batch, reduce, columns, batch_stride, reduce_stride, width};
   args.items = ceil_div(columns, args.width);
   if (kernel == ColumnKernel::Tile)
@@ -276,12 +282,59 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
   return partials;
 }
 
+// The first pass of dense narrow columns (column_flat_kernel.cuh, where
+// flat_first_column finds a frame); returns its partials, or nullopt where
+// the columns are not such.
+template <typename in_t, typename acc_t, typename out_t, typename Op>
+std::optional<at::Tensor> launch_flat_columns(const in_t* data, const ReduceLayout& layout, const Output<out_t>& out,
+                                              const Op& op, const c10::cuda::CUDAStream& stream) {
+  constexpr int kWidth = vector_width<in_t>();
+  // Elements of 8 bytes make no narrow items, and one-byte elements are
+  // left to the item kernels: a vector of sixteen int64 accumulators a
+  // thread is more than the kernel's registers and shared memory are sized
+  // for.
+  if constexpr (sizeof(in_t) == 1 || sizeof(in_t) >= kNarrowItemBytes) {
+    return std::nullopt;
+  } else {
+    if (out.index.dims != 0) return std::nullopt;
+    const int item_width = column_item_width<in_t, acc_t>(data, layout.batch, layout.inner, layout.batch_stride,
+                                                          layout.reduce_stride);
+    const int64_t first = flat_first_column(reinterpret_cast<uintptr_t>(data), sizeof(in_t), item_width, layout.batch,
+                                            layout.reduce, layout.inner, layout.batch_stride, layout.reduce_stride);
+    if (first < 0) return std::nullopt;
+    ColumnArgs<in_t, acc_t, out_t> args{data - first, layout.batch, layout.reduce, layout.inner, layout.batch_stride,
+                                        layout.reduce_stride, kWidth};
+    // Columns of more than one chunk (flat_first_column): the chunk values
+    // go to the partials, which the later passes fold.
+    const int64_t chunks = ceil_div(layout.reduce, kFoldLength);
+    const int64_t outputs = layout.batch * layout.inner;
+    at::Tensor partials = at::empty({chunks * outputs}, at::TensorOptions()
+                                                            .dtype(c10::CppTypeToScalarType<acc_t>::value)
+                                                            .device(at::kCUDA, stream.device_index()));
+    args.partials = partials.data_ptr<acc_t>();
+    const int units = flat_run_vectors(layout.reduce_stride, kWidth);
+    const int per_block = flat_chunks_per_block(units);
+    const int threads = static_cast<int>(ceil_div(per_block * units, kWarpSize) * kWarpSize);
+    const int64_t bytes = layout.batch * layout.reduce * layout.reduce_stride * static_cast<int64_t>(sizeof(in_t));
+    const bool evict_first = evict_first_input(bytes, chunks * outputs * static_cast<int64_t>(sizeof(acc_t)));
+    const auto grid = static_cast<unsigned int>(
+        std::min<int64_t>(ceil_div(layout.batch * chunks, per_block), static_cast<int64_t>(sm_count()) * kMaxBlocksPerSm));
+    auto kernel = evict_first ? column_flat_kernel<true, in_t, acc_t, out_t, Op>
+                              : column_flat_kernel<false, in_t, acc_t, out_t, Op>;
+    launch_pass(kernel, grid, threads, stream.stream(), /*early=*/true, args, static_cast<int>(first), op);
+    return partials;
+  }
+}
+
 template <typename scalar_t, typename acc_t, typename out_t, typename Op>
 void launch_columns(const scalar_t* data, const ReduceLayout& layout, const Output<out_t>& out, const Op& op,
                     const c10::cuda::CUDAStream& stream) {
-  at::Tensor partials = launch_column_pass<scalar_t, acc_t, out_t>(
-      data, layout.batch, layout.reduce, layout.inner, layout.batch_stride, layout.reduce_stride, out, op, stream,
-      /*later_pass=*/false);
+  std::optional<at::Tensor> flat = launch_flat_columns<scalar_t, acc_t, out_t>(data, layout, out, op, stream);
+  at::Tensor partials = flat ? *flat
+                             : launch_column_pass<scalar_t, acc_t, out_t>(data, layout.batch, layout.reduce,
+                                                                          layout.inner, layout.batch_stride,
+                                                                          layout.reduce_stride, out, op, stream,
+                                                                          /*later_pass=*/false);
   // Later passes reduce [values, outputs] partials, contiguous.
   const int64_t outputs = layout.batch * layout.inner;
   while (partials.defined()) {
