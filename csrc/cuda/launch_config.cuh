@@ -199,7 +199,8 @@ inline bool evict_first_input(int64_t read_bytes, int64_t written_bytes) {
 // against the same cases in results/sweep_h100.json, us: 22.5 -> 15.7
 // (torch 13.9) and 84.5 -> 73.3 (57.0), both latency-bound at one 2-byte
 // item a thread (16 bytes in flight a step); reading four a thread
-// (short_columns_spread) took the first to 10.9 (13.5).
+// (short_columns_spread) took the first to 10.9 (13.5). The second, dense,
+// now takes the flat pass (flat_first_column).
 
 // Passes of narrow items with fewer items x chunks than this (threads at one
 // item a thread; a quarter of the H100's resident threads) are too small to
