@@ -364,7 +364,8 @@ inline TileMode tile_mode(int64_t item_groups, int row_lanes, int64_t chunks, bo
 // (44.4). It lost for small inputs (bfloat16 300 x 77 3.5 / 2.4, float32
 // 20000 x 9 4.2 / 3.7), for rows of one item (bfloat16 1000000 x 2 6.7 /
 // 5.1), for columns of one chunk (float16 mean over dim 1 of a (202758, 22,
-// 7) slice 68.1 / 48.0), and for items of 8 bytes (float32 540000 x 6 8.5
+// 7) slice 68.1 / 48.0; 67.2 / 48.5 with the one wave of blocks that
+// launch_flat_columns now launches), and for items of 8 bytes (float32 540000 x 6 8.5
 // / 6.9, bfloat16 7840000 x 4 31.9 / 27.7, float64 1000000 x 7 27.0 / 25.0;
 // only float32 10000000 x 10 gained, 141.3 / 163.9).
 constexpr int64_t kFlatColumnsMinBytes = 4 << 20;
