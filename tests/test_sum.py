@@ -981,6 +981,22 @@ def test_more_than_2_31_reduced_dim(cuda_device, need_cuda_memory):
 
 @pytest.mark.requires_cuda
 @pytest.mark.slow
+def test_more_than_2_31_elements_in_narrow_columns(cuda_device, need_cuda_memory):
+    """Seven int16 columns of 2^31 / 7 rows and more, summed and maxed over dim 0: the flat
+    column pass (column_flat_kernel) indexes its runs and partials past 2^31 elements."""
+    rows = HUGE // 7 + 1
+    need_cuda_memory(rows * 7 * 2 + 2**31)
+    x = torch.randint(-2**15, 2**15, (rows, 7), dtype=torch.int16, device=cuda_device)
+    x[-1, 3] = 2**15 - 1  # the last row, beyond 2^31 elements, is counted
+    chunk = 2**24
+    sums = sum(x[i : i + chunk].long().sum(0) for i in range(0, rows, chunk))
+    maxes = torch.stack([x[i : i + chunk].amax(0) for i in range(0, rows, chunk)]).amax(0)
+    assert torch.equal(torch_reduce.sum(x, 0), sums)
+    assert torch.equal(torch_reduce.amax(x, 0), maxes)
+
+
+@pytest.mark.requires_cuda
+@pytest.mark.slow
 def test_more_than_2_31_outputs(cuda_device, need_cuda_memory):
     """Outputs of more than 2^31 elements: int8 pairs summed along the last dim (rows),
     and a (2, 2^31+5) tensor summed over dim 0 (columns)."""
