@@ -177,6 +177,15 @@ int column_item_width(const in_t* data, int64_t batch, int64_t columns, int64_t 
   return width;
 }
 
+// A column pass's partials for the next pass: `count` accumulators on the
+// stream's device.
+template <typename acc_t>
+at::Tensor new_partials(int64_t count, const c10::cuda::CUDAStream& stream) {
+  return at::empty({count}, at::TensorOptions()
+                                .dtype(c10::CppTypeToScalarType<acc_t>::value)
+                                .device(at::kCUDA, stream.device_index()));
+}
+
 // One pass of the column reduction (one level or two, see column_fold.cuh);
 // returns the partials when it was not the last pass (they are the next
 // pass's input). later_pass: it reads the partials of the pass before.
@@ -237,8 +246,7 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
       bytes, values_left * batch * columns * static_cast<int64_t>(values_left > 1 ? sizeof(acc_t) : sizeof(out_t)));
   at::Tensor partials;
   if (values_left > 1) {
-    partials = at::empty({values_left * batch * columns},
-                         at::TensorOptions().dtype(c10::CppTypeToScalarType<acc_t>::value).device(at::kCUDA, stream.device_index()));
+    partials = new_partials<acc_t>(values_left * batch * columns, stream);
     args.partials = partials.data_ptr<acc_t>();
   }
   const auto grid = static_cast<unsigned int>(column_pass_grid(kernel, reduce, blocks));
@@ -308,9 +316,7 @@ std::optional<at::Tensor> launch_flat_columns(const in_t* data, const ReduceLayo
     // go to the partials, which the later passes fold.
     const int64_t chunks = ceil_div(layout.reduce, kFoldLength);
     const int64_t outputs = layout.batch * layout.inner;
-    at::Tensor partials = at::empty({chunks * outputs}, at::TensorOptions()
-                                                            .dtype(c10::CppTypeToScalarType<acc_t>::value)
-                                                            .device(at::kCUDA, stream.device_index()));
+    at::Tensor partials = new_partials<acc_t>(chunks * outputs, stream);
     args.partials = partials.data_ptr<acc_t>();
     const int units = flat_run_vectors(layout.reduce_stride, kWidth);
     const int per_block = flat_chunks_per_block(units);
