@@ -474,7 +474,9 @@ def fold64_reference(x):
 # than column_short_kernel wants -- 24 x 2048, 63 x 33, 64 x 8192 -- and two levels a pass: 65536 x
 # 4096, and 5000 x 65536 with a ragged last tile), column_short_kernel as the first level of inputs
 # larger than the L2 of an H100 (262144 x 128 in both dtypes, whose 4096 chunk values then take
-# single chunks; 65536 x 1024 in both dtypes), and later passes of single chunks (bfloat16 200000 x 64).
+# single chunks; 65536 x 1024 in both dtypes; and where the block kernel's tiles would leave most of
+# an H100 idle in their last wave, float32 16384 x 9000, or its items would be narrow, bfloat16 30000 x
+# 4238, and every misaligned view of both), and later passes of single chunks (bfloat16 200000 x 64).
 # Items too narrow for the tile kernel's loads (one column: an odd count or a misaligned view) go to
 # the block kernel where a column group is one tile and the tiles fill the GPU (500 x 4999), to
 # column_short_kernel's first level where the columns are longer and its threads many (4200 x 1025:
@@ -485,7 +487,7 @@ COLUMN_ORDER_CASES = [(1, 7), (5, 3), (8, 2), (9, 300), (24, 2048), (63, 7), (63
                       (4095, 3), (4097, 8), (16, 262144), (20, 300000), (40, 524288), (300001, 2),
                       (600000, 3), (540000, 6), (70000, 33), (33000, 512), (65536, 4096), (5000, 65536),
                       (1000000, 2), (1048576, 8), (4000, 2), (2000, 8), (262144, 128), (65536, 1024), (200000, 64),
-                      (500, 4999), (4200, 1025), (300, 77), (7, 70001)]
+                      (500, 4999), (4200, 1025), (300, 77), (7, 70001), (16384, 9000), (30000, 4238)]
 
 
 @pytest.mark.requires_cuda

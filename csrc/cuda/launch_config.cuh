@@ -220,6 +220,39 @@ inline ColumnKernel narrow_items_kernel(int64_t reduce, int64_t batch, int64_t i
   return !later_pass && streams ? ColumnKernel::Short : ColumnKernel::Tile;
 }
 
+// Where column_short_kernel may read the first level (see kShortChunksMinRowBytes).
+inline bool short_chunks_fit(int64_t chunks, int64_t bytes, int64_t row_bytes) {
+  return chunks > kFoldLength && row_bytes >= kShortChunksMinRowBytes && bytes > l2_bytes();
+}
+
+// column_block_kernel folds a whole tile a block, so its blocks run in
+// waves of the device's resident blocks, each as long as a tile. Where
+// column_short_kernel could read the first level instead (short_chunks_fit),
+// the block kernel keeps the pass only if its items (as loaded) are not
+// narrow -- its warps would read 2 or 4 bytes a lane, where the short kernel
+// reads several such items a thread -- and its tiles (`units`: batch x item
+// blocks x tiles) fit in one wave or fill two thirds or more of their waves'
+// blocks: below that, the last wave leaves most of the device idle for a
+// tile's time. H100 A/B, one build, the choice forced either way by a dev
+// hook (not committed), sum over dim 0 unless said, us, block / short
+// (torch), the fill of the waves in brackets: int32 amin over (0, 1, 2) of
+// (5, 4, 755, 4238) [51%] 106.6 / 99.5 (97.0); float32 16384 x 9000 [54%]
+// 234.7 / 209.7 (209.8), 16384 x 10000 [60%] 241.8 / 232.5 (231.4), 65536 x
+// 2600 [64%] 246.4 / 240.3 (248.0), 16384 x 11000 [65%] 255.5 / 255.4 (257.1);
+// bfloat16 16384 x 18000 [54%] 267.9 / 214.7 (210.1), 16384 x 20000 [60%]
+// 269.7 / 240.7 (252.4); narrow items: bfloat16 30000 x 4238 [68%] 143.3 /
+// 100.6 (108.2), amax 141.7 / 101.2 (132.4). Kept by the block kernel:
+// float32 16384 x 12000 [71%] 263.5 / 270.9, 65536 x 3000 [73%] 268.8 /
+// 276.2, 65536 x 7000 [83%, four waves] 624.9 / 659.3, 16384 x 16000 [95%]
+// 347.8 / 374.1; bfloat16 16384 x 28000 [83%] 316.4 / 337.9, amax 30000 x
+// 8000 [one wave] 162.0 / 169.9; of those, only bfloat16 16384 x 24000 [71%]
+// would have gained, 292.4 / 286.5 (275.8).
+inline bool block_tiles_keep_first_level(int64_t units, int64_t resident, int64_t item_bytes) {
+  if (item_bytes < kNarrowItemBytes) return false;
+  const int64_t waves = ceil_div(units, resident);
+  return waves == 1 || 3 * units >= 2 * waves * resident;
+}
+
 inline ColumnKernel column_kernel(int64_t reduce, int64_t batch, int64_t items, int64_t bytes, int64_t row_bytes) {
   if (reduce <= kFoldLength) {
     const bool wide = items >= kWarpSize;
@@ -232,8 +265,7 @@ inline ColumnKernel column_kernel(int64_t reduce, int64_t batch, int64_t items, 
   if (items >= kWarpSize && bytes >= kBlockColumnMinBytes && tiles_fill_device(batch * ceil_div(items, kWarpSize), chunks))
     return ColumnKernel::Block;
   // A pass of one tile stays with the teams: two levels in one pass.
-  if (chunks > kFoldLength && row_bytes >= kShortChunksMinRowBytes && bytes > l2_bytes())
-    return ColumnKernel::Short;
+  if (short_chunks_fit(chunks, bytes, row_bytes)) return ColumnKernel::Short;
   return ColumnKernel::Tile;
 }
 

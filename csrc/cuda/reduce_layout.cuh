@@ -205,6 +205,12 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
   const int width = permuted ? 1 : column_item_width<in_t, acc_t>(data, batch, columns, batch_stride, reduce_stride);
   ColumnArgs<in_t, acc_t, out_t> args{data, batch, reduce, columns, batch_stride, reduce_stride, width};
   args.items = ceil_div(columns, args.width);
+  if (kernel == ColumnKernel::Block && short_chunks_fit(chunks, bytes, columns * static_cast<int64_t>(sizeof(in_t))) &&
+      !block_tiles_keep_first_level(
+          batch * ceil_div(args.items, kWarpSize) * ceil_div(chunks, kFoldLength),
+          sm_count() * resident_blocks(column_block_kernel<in_t, acc_t, out_t, Op>, kColumnThreads),
+          width * static_cast<int64_t>(sizeof(in_t))))
+    kernel = ColumnKernel::Short;
   if (kernel == ColumnKernel::Tile)
     kernel = narrow_items_kernel(reduce, batch, args.items, width * sizeof(in_t), later_pass);
   args.out = out.data;
