@@ -195,24 +195,24 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
                               const c10::cuda::CUDAStream& stream,
                               bool later_pass) {
   const int64_t chunks = ceil_div(reduce, kFoldLength);
-  const int64_t bytes = batch * reduce * columns * static_cast<int64_t>(sizeof(in_t));
+  const int64_t row_bytes = columns * static_cast<int64_t>(sizeof(in_t));
+  const int64_t bytes = batch * reduce * row_bytes;
   // A permuted output (of columns of one chunk: output_index) is written by
   // column_short_kernel's kernels for it, in items of one column.
   const bool permuted = out.index.dims != 0;
   ColumnKernel kernel = permuted ? ColumnKernel::Short
                                  : column_kernel(reduce, batch, ceil_div(columns, column_width<in_t, acc_t>()), bytes,
-                                                 columns * static_cast<int64_t>(sizeof(in_t)));
+                                                 row_bytes);
   const int width = permuted ? 1 : column_item_width<in_t, acc_t>(data, batch, columns, batch_stride, reduce_stride);
+  const int64_t item_bytes = width * static_cast<int64_t>(sizeof(in_t));
   ColumnArgs<in_t, acc_t, out_t> args{data, batch, reduce, columns, batch_stride, reduce_stride, width};
   args.items = ceil_div(columns, args.width);
-  if (kernel == ColumnKernel::Block && short_chunks_fit(chunks, bytes, columns * static_cast<int64_t>(sizeof(in_t))) &&
+  if (kernel == ColumnKernel::Block && short_chunks_fit(chunks, bytes, row_bytes) &&
       !block_tiles_keep_first_level(
           batch * ceil_div(args.items, kWarpSize) * ceil_div(chunks, kFoldLength),
-          sm_count() * resident_blocks(column_block_kernel<in_t, acc_t, out_t, Op>, kColumnThreads),
-          width * static_cast<int64_t>(sizeof(in_t))))
+          sm_count() * resident_blocks(column_block_kernel<in_t, acc_t, out_t, Op>, kColumnThreads), item_bytes))
     kernel = ColumnKernel::Short;
-  if (kernel == ColumnKernel::Tile)
-    kernel = narrow_items_kernel(reduce, batch, args.items, width * sizeof(in_t), later_pass);
+  if (kernel == ColumnKernel::Tile) kernel = narrow_items_kernel(reduce, batch, args.items, item_bytes, later_pass);
   args.out = out.data;
 
   int64_t values_left = 1;  // per column, after this pass
