@@ -487,7 +487,8 @@ COLUMN_ORDER_CASES = [(1, 7), (5, 3), (8, 2), (9, 300), (24, 2048), (63, 7), (63
                       (4095, 3), (4097, 8), (16, 262144), (20, 300000), (40, 524288), (300001, 2),
                       (600000, 3), (540000, 6), (70000, 33), (33000, 512), (65536, 4096), (5000, 65536),
                       (1000000, 2), (1048576, 8), (4000, 2), (2000, 8), (262144, 128), (65536, 1024), (200000, 64),
-                      (500, 4999), (4200, 1025), (300, 77), (7, 70001), (16384, 9000), (30000, 4238)]
+                      (500, 4999), (4200, 1025), (300, 77), (7, 70001), (16384, 9000), (30000, 4238), (24, 7), (30, 31),
+                      (30, 33)]
 
 
 @pytest.mark.requires_cuda
@@ -509,9 +510,12 @@ def test_column_order_is_fold64(cuda_device, dtype, rows, columns, view, make_in
 # enough of them to stream (one-byte elements, and 12 x 4125, one a thread, are checked alike):
 # chunks of one, two, four and eight steps (3, 12, 24 and 40 rows), a last warp of a batch that
 # reads again items the warp before it read (no column count here is a multiple of a warp's
-# items), and the first level of long columns (4200 x 1025).
+# items), and the first level of long columns (4200 x 1025). One a thread, in slot order or by
+# rows (narrow_chunk_by_rows): chunks of 5, 12, 24 and 48 rows of fewer items than a warp reads,
+# rows of 7 and 9 columns (shorter than a line) and of 65 (longer, in 32-bit elements).
 NARROW_COLUMN_CASES = [((3, 70001), 0), ((12, 65537), 0), ((12, 4125), 0), ((128, 24, 1025), 1), ((128, 40, 1027), 1),
-                       ((4200, 1025), 0)]
+                       ((4200, 1025), 0), ((700, 5, 7), 1), ((500, 12, 9), 1), ((2000, 24, 7), 1), ((300, 24, 65), 1),
+                       ((300, 48, 7), 1)]
 
 
 @pytest.mark.parametrize("op,dtype", _op_dtype_cases(("sum", "mean", "amax", "amin")))

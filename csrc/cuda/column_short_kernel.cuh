@@ -104,6 +104,54 @@ __device__ __forceinline__ void reduce_short_chunk(const in_t* base, int64_t str
   }
 }
 
+// One column chunk of one narrow item a thread (the NarrowByRows kernels),
+// in memory order: step t reads rows 8t .. 8t + 7, a row of each slot, and
+// folds each into its slot's accumulators (as reduce_short_chunk's leaves
+// fold them: rows past the chunk fold the identity, which changes no bits);
+// combine_slots folds the slots at the end -- the same fold64 order. A
+// narrow item's rows are short, so that a row's sectors hold its neighbours'
+// too: read a step apart (reduce_short_chunk's steps are slots, rows eight
+// apart), they must stay in the L1 meanwhile, and with the Narrow kernels'
+// occupancy they did not (H100 A/B, not committed: float32 sum over dim 1 of
+// (200000, 40, 7), 105 -> 173 us in slot order). Eight slots of at most two
+// columns' accumulators fit the registers that the pending subtrees would.
+template <int kRowsPerSlot, int kItems, typename in_t, typename acc_t, typename out_t, typename Op>
+__device__ __forceinline__ void reduce_narrow_chunk(const in_t* base, int64_t stride, int rows, out_t* out,
+                                                    const Op& op) {
+  acc_t slot[kSlots][kItems];
+#pragma unroll
+  for (int s = 0; s < kSlots; ++s) {
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) slot[s][i] = op.identity();
+  }
+#pragma unroll 1
+  for (int t = 0; t < kRowsPerSlot && t * kSlots < rows; ++t) {
+    Vector<in_t, kItems> loaded[kSlots];
+#pragma unroll
+    for (int s = 0; s < kSlots; ++s) {
+      const int row = t * kSlots + s;
+      loaded[s] = load_vector<in_t, kItems>(base + (row < rows ? row : 0) * stride);
+      keep_loaded(loaded[s]);
+    }
+#pragma unroll
+    for (int s = 0; s < kSlots; ++s) {
+      const bool valid = t * kSlots + s < rows;
+#pragma unroll
+      for (int i = 0; i < kItems; ++i)
+        slot[s][i] = op.combine(slot[s][i], valid ? static_cast<acc_t>(loaded[s].value[i]) : op.identity());
+    }
+  }
+  Vector<out_t, kItems> result;
+#pragma unroll
+  for (int i = 0; i < kItems; ++i) {
+    acc_t p[kSlots];
+#pragma unroll
+    for (int s = 0; s < kSlots; ++s) p[s] = slot[s][i];
+    result.value[i] = static_cast<out_t>(op.project(combine_slots(p, op)));
+  }
+  store_vector(out, result);
+}
+
 // Chunks of several steps, not inlined: ptxas then issues each step's eight
 // loads before its folds, where inlined into the loop below it interleaves
 // them for 64 rows (sm_90 SASS), and only one step's loads and the pending
@@ -117,11 +165,15 @@ __device__ __noinline__ void reduce_short_chunk_call(const in_t* base, int64_t s
   reduce_short_chunk<kRowsPerSlot, kItems, kSpread, kEvictFirst, in_t, acc_t>(base, stride, rows, out, op);
 }
 
-// One chunk's fold, stored to `out`: inlined for one step (see above).
-template <int kRowsPerSlot, int kItems, int kSpread, bool kEvictFirst, typename in_t, typename acc_t, typename out_t,
-          typename Op>
+// One chunk's fold, stored to `out`: in memory order for the NarrowByRows
+// kernels (kMemoryOrder), else inlined for one step (see above).
+template <int kRowsPerSlot, int kItems, int kSpread, bool kEvictFirst, bool kMemoryOrder, typename in_t,
+          typename acc_t, typename out_t, typename Op>
 __device__ __forceinline__ void short_chunk(const in_t* base, int64_t stride, int rows, out_t* out, const Op& op) {
-  if constexpr (kRowsPerSlot == 1) {
+  if constexpr (kMemoryOrder) {
+    static_assert(kSpread == 1 && !kEvictFirst, "one narrow item a thread, read by plain loads");
+    reduce_narrow_chunk<kRowsPerSlot, kItems, in_t, acc_t>(base, stride, rows, out, op);
+  } else if constexpr (kRowsPerSlot == 1) {
     reduce_short_chunk<kRowsPerSlot, kItems, kSpread, kEvictFirst, in_t, acc_t>(base, stride, rows, out, op);
   } else {
     reduce_short_chunk_call<kRowsPerSlot, kItems, kSpread, kEvictFirst, in_t, acc_t>(base, stride, rows, out, op);
@@ -157,8 +209,8 @@ __device__ __forceinline__ int64_t unit_first_item(int64_t u, int64_t items) {
 // divide out.) kEvictFirst: either reads evict-first (evict_first_input).
 // kPermutedOutput: one chunk a column, to a permuted view (output.cuh) of
 // args.out, in items of one column.
-template <int kRowsPerSlot, int kItems, int kSpread, bool kEvictFirst, bool kPermutedOutput, typename in_t,
-          typename acc_t, typename out_t, typename Op>
+template <int kRowsPerSlot, int kItems, int kSpread, bool kEvictFirst, bool kPermutedOutput, bool kMemoryOrder,
+          typename in_t, typename acc_t, typename out_t, typename Op>
 __device__ __forceinline__ void short_columns(const ColumnArgs<in_t, acc_t, out_t>& args, const Op& op,
                                               const StridedIndex& out_index) {
   const Output<out_t> out{args.out, out_index};
@@ -171,7 +223,7 @@ __device__ __forceinline__ void short_columns(const ColumnArgs<in_t, acc_t, out_
     for (int64_t w = first; w < work; w += step) {
       const int64_t item = unit_first_item<kSpread>(w % units, args.items);
       const int64_t b = w / units;
-      short_chunk<kRowsPerSlot, kItems, kSpread, kEvictFirst, in_t, acc_t>(
+      short_chunk<kRowsPerSlot, kItems, kSpread, kEvictFirst, kMemoryOrder, in_t, acc_t>(
           args.data + b * args.batch_stride + item * kItems, args.reduce_stride, rows,
           out.template at<kPermutedOutput>(b * args.columns + item * kItems), op);
     }
@@ -186,7 +238,7 @@ __device__ __forceinline__ void short_columns(const ColumnArgs<in_t, acc_t, out_
       const int64_t b = w / chunk_units;
       const int64_t first_row = chunk * kFoldLength;
       const int rows = static_cast<int>(args.reduce - first_row < kFoldLength ? args.reduce - first_row : kFoldLength);
-      short_chunk<kRowsPerSlot, kItems, kSpread, kEvictFirst, in_t, acc_t>(
+      short_chunk<kRowsPerSlot, kItems, kSpread, kEvictFirst, kMemoryOrder, in_t, acc_t>(
           args.data + b * args.batch_stride + first_row * args.reduce_stride + item * kItems, args.reduce_stride, rows,
           args.partials + chunk * outputs + b * args.columns + item * kItems, Unprojected<Op>{op});
     }
@@ -199,24 +251,37 @@ inline int short_rows_per_slot(int64_t rows) {
   return rows <= kSlots ? 1 : rows <= 2 * kSlots ? 2 : rows <= 4 * kSlots ? 4 : 8;
 }
 
+// The items a column_short_kernel reads, and in which order. Narrow items
+// (short_spread > 1) take kernels of their own, which read nothing else:
+// in the kernels of every width, their loads took the wide items'
+// registers (ptxas sm_90: bfloat16 column_short_kernel<1> 48 -> 76, 8-bit
+// amax 51-63 -> 134), and so did a pass of one narrow item a thread
+// (float16 mean column_short_kernel<4>: 64 registers, four blocks an SM; 38
+// in a kernel of its own).
+//   Wide: the other items, and all of a permuted output's (one column each).
+//   Narrow: one narrow item a thread, in slot order (reduce_short_chunk).
+//   NarrowByRows: one narrow item a thread, in memory order
+//     (reduce_narrow_chunk); where, narrow_chunk_by_rows says.
+//   Spread: as many narrow items a thread as short_spread says (which the
+//     launch computes alike), in slot order.
+enum class ShortItems { Wide, Narrow, NarrowByRows, Spread };
+
 // A kernel for each number of rows per slot, so that each gets the registers
-// it needs rather than those of the longest chunks' pending subtrees; and
-// for narrow items read several to a thread (kSpread: as many as
-// short_spread says, which the launch computes alike), kernels of their own,
-// which read nothing else: in the same kernels, their loads took the wide
-// items' registers too (ptxas sm_90: bfloat16 column_short_kernel<1> 48 ->
-// 76, 8-bit amax 51-63 -> 134).
-template <int kRowsPerSlot, bool kEvictFirst, bool kPermutedOutput, bool kSpread, typename in_t, typename acc_t,
-          typename out_t, typename Op>
+// it needs rather than those of the longest chunks' pending subtrees, and
+// for each ShortItems.
+template <int kRowsPerSlot, bool kEvictFirst, bool kPermutedOutput, ShortItems kItemsRead, typename in_t,
+          typename acc_t, typename out_t, typename Op>
 __global__ void __launch_bounds__(kColumnThreads)
     column_short_kernel(ColumnArgs<in_t, acc_t, out_t> args, Op op, StridedIndex out_index) {
-  static_assert(!(kPermutedOutput && kSpread), "permuted outputs are written an item at a time");
+  static_assert(!kPermutedOutput || kItemsRead == ShortItems::Wide, "permuted outputs are written an item at a time");
   start_pass();
   with_width<kPermutedOutput ? 1 : column_width<in_t, acc_t>()>(args.width, [&](auto width) {
     constexpr int kItems = decltype(width)::value;
-    constexpr int kItemsAThread = kSpread ? short_spread<in_t, acc_t>(kItems) : 1;
-    if constexpr (!kSpread || kItemsAThread > 1)
-      short_columns<kRowsPerSlot, kItems, kItemsAThread, kEvictFirst, kPermutedOutput>(args, op, out_index);
+    constexpr bool kNarrow = short_spread<in_t, acc_t>(kItems) > 1;
+    constexpr int kItemsAThread = kItemsRead == ShortItems::Spread ? short_spread<in_t, acc_t>(kItems) : 1;
+    if constexpr (kPermutedOutput || kNarrow == (kItemsRead != ShortItems::Wide))
+      short_columns<kRowsPerSlot, kItems, kItemsAThread, kEvictFirst, kPermutedOutput,
+                    kItemsRead == ShortItems::NarrowByRows>(args, op, out_index);
   });
 }
 

@@ -76,10 +76,14 @@ __device__ __forceinline__ Vector<T, N> load_input(const T* p) {
 // (sm_90 SASS). Values that are not vectors are left alone.
 template <typename T, int N>
 __device__ __forceinline__ void keep_loaded(Vector<T, N>& v) {
-  static_assert(sizeof(v) % sizeof(uint32_t) == 0, "whole 32-bit words");
-  auto* words = reinterpret_cast<uint32_t*>(&v);
+  if constexpr (sizeof(v) == sizeof(uint16_t)) {
+    asm volatile("" : "+h"(*reinterpret_cast<uint16_t*>(&v)));
+  } else {
+    static_assert(sizeof(v) % sizeof(uint32_t) == 0, "one 16-bit word or whole 32-bit words");
+    auto* words = reinterpret_cast<uint32_t*>(&v);
 #pragma unroll
-  for (int i = 0; i < static_cast<int>(sizeof(v) / sizeof(uint32_t)); ++i) asm volatile("" : "+r"(words[i]));
+    for (int i = 0; i < static_cast<int>(sizeof(v) / sizeof(uint32_t)); ++i) asm volatile("" : "+r"(words[i]));
+  }
 }
 template <typename T>
 __device__ __forceinline__ void keep_loaded(T&) {}

@@ -266,14 +266,32 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
       // Rows per slot are a power of two up to 8, dispatched like an item width.
       with_width<kSlots>(short_rows_per_slot(reduce), [&](auto rows_per_slot) {
         constexpr int kRowsPerSlot = decltype(rows_per_slot)::value;
-        auto kernel = permuted      ? column_short_kernel<kRowsPerSlot, false, true, false, in_t, acc_t, out_t, Op>
-                      : evict_first ? column_short_kernel<kRowsPerSlot, true, false, false, in_t, acc_t, out_t, Op>
-                                    : column_short_kernel<kRowsPerSlot, false, false, false, in_t, acc_t, out_t, Op>;
-        // Narrow items read several a thread take kernels of their own (for
-        // types that have narrow items), whose loads are plain ones
-        // (load_vector_evict_first: narrower than a vector).
+        using Items = ShortItems;
+        auto kernel = permuted      ? column_short_kernel<kRowsPerSlot, false, true, Items::Wide, in_t, acc_t, out_t, Op>
+                      : evict_first ? column_short_kernel<kRowsPerSlot, true, false, Items::Wide, in_t, acc_t, out_t, Op>
+                                    : column_short_kernel<kRowsPerSlot, false, false, Items::Wide, in_t, acc_t, out_t, Op>;
+        // Narrow items take kernels of their own (for types that have
+        // narrow items), whose loads are plain ones (load_vector_evict_first:
+        // narrower than a vector).
         if constexpr (short_spread<in_t, acc_t>(1) > 1) {
-          if (spread > 1) kernel = column_short_kernel<kRowsPerSlot, false, false, true, in_t, acc_t, out_t, Op>;
+          if (!permuted && short_spread<in_t, acc_t>(width) > 1) {
+            const bool by_rows = narrow_chunk_by_rows(kRowsPerSlot, reduce_stride * static_cast<int64_t>(sizeof(in_t)));
+            if (spread > 1) {
+              kernel = column_short_kernel<kRowsPerSlot, false, false, Items::Spread, in_t, acc_t, out_t, Op>;
+            } else if (by_rows) {
+              // Only chunks of four or eight rows a slot are read by rows,
+              // and those of eight always: the other kernels are not built.
+              if constexpr (kRowsPerSlot >= kSlots / 2) {
+                kernel = column_short_kernel<kRowsPerSlot, false, false, Items::NarrowByRows, in_t, acc_t, out_t, Op>;
+              } else {
+                TORCH_INTERNAL_ASSERT(false, "narrow_chunk_by_rows: a chunk of ", kRowsPerSlot, " rows a slot");
+              }
+            } else if constexpr (kRowsPerSlot < kSlots) {
+              kernel = column_short_kernel<kRowsPerSlot, false, false, Items::Narrow, in_t, acc_t, out_t, Op>;
+            } else {
+              TORCH_INTERNAL_ASSERT(false, "narrow_chunk_by_rows: a chunk of eight rows a slot in slot order");
+            }
+          }
         }
         launch_pass(kernel, grid, kColumnThreads, stream.stream(), early, args, op, out.index);
       });
