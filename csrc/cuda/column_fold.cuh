@@ -15,7 +15,8 @@
 // same order, each where it reads memory best:
 //  - column_short_kernel.cuh (R <= 64, or the first level of longer columns
 //    in large inputs): a thread reads all rows of a chunk of a few adjacent
-//    columns, eight at a time, a group of slots a step.
+//    columns, eight at a time, a group of slots a step (or, for some chunks
+//    of narrow items, eight consecutive rows a step: a row of each slot).
 //  - column_block_kernel.cuh (many columns): the slots are a block's eight
 //    warps, each lane reads adjacent columns (a warp's load is 32 adjacent
 //    vectors), and the tree runs through shared memory.
