@@ -232,9 +232,9 @@ std::optional<ReduceLayout> plan_layout(const at::Tensor& input,
 
 namespace {
 
-// Full reductions are copied rather than gathered, and so are small inputs
-// (small_gather_elements) of rows of kSmallGatherMaxRowBytes or more and
-// reductions over dims of size 1 alone.
+// Small inputs (small_gather_elements) of rows of kSmallGatherMaxRowBytes
+// or more are copied rather than gathered (but for full reductions, below),
+// and so are reductions over dims of size 1 alone.
 //
 // Gathered rows are read in one kernel where the copy took two. The row
 // kernels' gathered instantiations read large ones (reduce_front_end.h,
@@ -253,20 +253,39 @@ namespace {
 // staged instead (staged_rows_kernel.cuh): every element loaded by a thread
 // of its own, in short code (benchmarks/probes/gathered_rows.py --small).
 //
+// A full reduction is one gathered row: split_row_reduce_kernel's gathered
+// instantiation reads it in place, in the order of its copy's full
+// reduction (the same bits). Copied, a small one took a copy's kernel and a
+// split kernel, each about as long as torch's one reduce kernel. H100 A/B,
+// one build, the copy forced by a dev hook (not committed), us, copied ->
+// gathered (torch): sums of slices x[:, 1:] of (n / 100, 101), bfloat16 n =
+// 1000 3.58 -> 2.30 (2.36), float32 n = 10^4 4.37 -> 3.88 (5.16), 10^6 7.28
+// -> 4.32 (8.86); amax of x[::2] of 2n, float32 n = 2000 3.11 -> 2.01
+// (2.21), 8 x 10^6 24.3 -> 10.4 (12.3), float64 44.1 -> 25.7 (29.0),
+// bfloat16 12.0 -> 10.0 (11.8); the sweep's bfloat16 amin of a (19, 96)
+// slice 3.57 -> 2.19 (3.06). 33 of 46 cases gained, 7 tied; six of 3500 to
+// 20000 elements lost 0.2-0.9 us (bfloat16 amax of 20000 strided 3.85 ->
+// 4.65, torch 4.45; bfloat16 sum of a (100, 101) slice 3.94 -> 4.79, 5.11;
+// float32 sum of an (18, 194) slice 3.45 -> 3.62, 3.10). Staging a small one
+// as one row instead (staged_rows_kernel: one block, one warp's fold) lost
+// in all eight cases of under 16 KiB of a first A/B (float32 (18, 194)
+// slice 3.45 -> 6.34).
+//
 // Rows whose copy would be dense rows (the reduced dims innermost), read in
 // place through their strides: `input`'s dims are in memory order. nullopt
 // where runs_of refuses them, and for the copies above.
 std::optional<ReduceLayout> plan_gather(const at::Tensor& input, const std::vector<bool>& reduced) {
-  if (all_reduced(reduced)) return std::nullopt;
+  const bool full = all_reduced(reduced);
   const std::vector<Group> groups = merge_runs(input, reduced, dims_in_order(input));
   const auto batch_runs = runs_of(groups, false), reduce_runs = runs_of(groups, true);
   // No reduced run: dims of size 1 alone are reduced, and each row is one
   // element of the copy, which is then dense (the kernels index no empty run).
   if (!batch_runs || !reduce_runs || reduce_runs->count == 0) return std::nullopt;
-  ReduceLayout layout{ReduceLayout::Gather, 1, 1, 1, 0, 0, false, *batch_runs, *reduce_runs};
+  ReduceLayout layout{ReduceLayout::Gather, 1, 1, 1, 0, 0, full, *batch_runs, *reduce_runs};
   for (int d = 0; d < batch_runs->count; ++d) layout.batch *= batch_runs->sizes[d];
   for (int d = 0; d < reduce_runs->count; ++d) layout.reduce *= reduce_runs->sizes[d];
-  if (is_small_gather(layout, input.element_size()) && layout.reduce * input.element_size() >= kSmallGatherMaxRowBytes)
+  if (!full && is_small_gather(layout, input.element_size()) &&
+      layout.reduce * input.element_size() >= kSmallGatherMaxRowBytes)
     return std::nullopt;
   return layout;
 }

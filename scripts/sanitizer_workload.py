@@ -82,15 +82,17 @@ for base, perm, dims in (((5, 7, 75, 44), (3, 1, 2, 0), (1,)), ((30, 12, 700), (
 # Rows read through their strides (gathered): several rows a lane, one row a lane, transposed, a
 # strided reduced dim in split rows; small inputs staged in shared memory (staged_rows_kernel):
 # many rows a block, one row a block staged in two rounds, the output written through a
-# permutation.
+# permutation, a small full reduction of a slice (one row).
 for base, view, dims in (((2, 180000, 3), lambda t: t, (0, 2)), ((5, 1200, 181), lambda t: t, (0, 2)),
+                         ((18, 194), lambda t: t[:, 1:], None),
                          ((15, 23400, 3), lambda t: t.transpose(0, 2), (0, 2)), ((60, 40002), lambda t: t[:, ::2], (1,)),
                          ((3, 179, 44), lambda t: t, (0, 2)), ((3, 7, 701), lambda t: t, (0, 2)),
                          ((6, 20, 5, 18), lambda t: t.permute(0, 3, 2, 1), (0, 2))):
     for dtype in (torch.float32, torch.bfloat16):
         x = view(torch.randn(base, device=device).to(dtype))
-        check(f"sum gathered {tuple(x.shape)} {dims} {dtype}", torch_reduce.sum(x, dims),
-              torch.sum(x.cpu().double(), dims).to(dtype), False)
+        ours = torch_reduce.sum(x) if dims is None else torch_reduce.sum(x, dims)
+        ref = torch.sum(x.cpu().double()) if dims is None else torch.sum(x.cpu().double(), dims)
+        check(f"sum gathered {tuple(x.shape)} {dims} {dtype}", ours, ref.to(dtype), False)
 
 # column_tile_kernel over 16 MiB; column_block_kernel once a tile per block fills the GPU;
 # column_short_kernel as the first level of 128 MiB, then single chunks of its chunk values.

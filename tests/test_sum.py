@@ -334,7 +334,8 @@ GATHERED_CASES = {
 # elements, rows of more elements than a block stages at once (one row a block, staged in two
 # rounds; a strided reduced dim, since reduced dims in two runs of 1024 values or more take
 # stages), kept dims out of memory order (the output written through the permutation), a strided
-# reduced dim, a single row (the kept dims of size 1), and an input of 2^18 to 2^20 elements
+# reduced dim, a single row (the kept dims of size 1), full reductions (one row, read by the
+# split kernel: the bits of the copy's full reduction), and an input of 2^18 to 2^20 elements
 # (gathered by the row kernels in 4-byte types, staged in the others).
 SMALL_GATHERED_CASES = {
     "small, reduced on both sides": (lambda x: x, (3, 179, 44), (0, 2)),
@@ -346,6 +347,9 @@ SMALL_GATHERED_CASES = {
     "small, strided reduced dim": (lambda x: x[:, ::2], (60, 4000), (1,)),
     "small, rows of six": (lambda x: x, (2, 2001, 3), (0, 2)),
     "small, one row": (lambda x: x[:, ::2], (1, 6000), (1,)),
+    "small full reduction of a slice": (lambda x: x[:, 1:], (18, 194), None),
+    "small full reduction, strided": (lambda x: x[::3], (3001,), None),
+    "small full reduction, expanded": (lambda x: x.expand(10, 3, 50), (10, 1, 50), None),
     "between the bounds, reduced on both sides": (lambda x: x, (3, 30000, 4), (0, 2)),
 }
 
@@ -381,12 +385,12 @@ def test_reduced_without_copying_the_input_read_in_place(cuda_device, case, make
 
 
 # Gathered rows beside the copies they replace, and the cases still copied: small inputs of rows
-# of 16 KiB or more (float64 rows of 2100 above, all of 8200), full reductions, more runs than the
+# of 16 KiB or more (float64 rows of 2100 above, all of 8200), more runs than the
 # kernels index (five reduced runs), reductions over dims of size 1 alone. (Columns are copied too, so that a slice
 # whose kept dims no longer merge reads as the whole does: KEPT_SLICES.)
 ROWS_CASES = {**GATHERED_CASES, **SMALL_GATHERED_CASES,
               "small, rows of 16 KiB or more, copied": (lambda x: x[:, ::2], (30, 16400), (1,)),
-              "full reduction of a slice, copied": (lambda x: x[::2], (2**21 + 6,), None),
+              "full reduction of a strided tensor": (lambda x: x[::2], (2**21 + 6,), None),
               "five reduced runs, copied": (lambda x: x, (3, 2, 3, 2, 3, 2, 3, 2, 3, 2), (0, 2, 4, 6, 8)),
               "dims of size 1, copied": (lambda x: x[:, :-1:2].unsqueeze(1), (2100, 2101), (1,)),
               "small, dims of size 1, copied": (lambda x: x[:, :-1:2].unsqueeze(1), (60, 401), (1,))}
