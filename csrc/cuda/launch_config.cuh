@@ -293,7 +293,7 @@ inline ColumnKernel column_kernel(int64_t reduce, int64_t batch, int64_t items, 
 // 2 or 4 bytes a row in flight (a pass of 4125 half-precision columns ran at
 // 1.3 TB/s), so passes large enough to stream (kNarrowItemsMinThreads) read
 // `most` (short_spread), kWarpSize items apart, where a row has items enough
-// for a warp of such threads. H100, results/sweep_only_h100.json
+// for a warp of such threads. H100, results/sweep_only_h100.json at 8593429
 // against the same cases in results/sweep_h100.json (at 42ea0a5; the first
 // level below at 5edf619), us, torch in brackets: float16 amin over dim 1
 // of (1917, 12, 33, 125), 4125 columns of 12 rows, 147.1 -> 78.5 (120.5);
