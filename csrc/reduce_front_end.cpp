@@ -275,17 +275,15 @@ namespace {
 // place through their strides: `input`'s dims are in memory order. nullopt
 // where runs_of refuses them, and for the copies above.
 std::optional<ReduceLayout> plan_gather(const at::Tensor& input, const std::vector<bool>& reduced) {
-  const bool full = all_reduced(reduced);
   const std::vector<Group> groups = merge_runs(input, reduced, dims_in_order(input));
   const auto batch_runs = runs_of(groups, false), reduce_runs = runs_of(groups, true);
   // No reduced run: dims of size 1 alone are reduced, and each row is one
   // element of the copy, which is then dense (the kernels index no empty run).
   if (!batch_runs || !reduce_runs || reduce_runs->count == 0) return std::nullopt;
-  ReduceLayout layout{ReduceLayout::Gather, 1, 1, 1, 0, 0, full, *batch_runs, *reduce_runs};
+  ReduceLayout layout{ReduceLayout::Gather, 1, 1, 1, 0, 0, all_reduced(reduced), *batch_runs, *reduce_runs};
   for (int d = 0; d < batch_runs->count; ++d) layout.batch *= batch_runs->sizes[d];
   for (int d = 0; d < reduce_runs->count; ++d) layout.reduce *= reduce_runs->sizes[d];
-  if (!full && is_small_gather(layout, input.element_size()) &&
-      layout.reduce * input.element_size() >= kSmallGatherMaxRowBytes)
+  if (is_small_gather(layout, input.element_size()) && layout.reduce * input.element_size() >= kSmallGatherMaxRowBytes)
     return std::nullopt;
   return layout;
 }

@@ -80,9 +80,12 @@ struct ReduceLayout {
   Runs reduce_runs = {};  // Gather only
 };
 
-// A Gather layout of fewer elements than small_gather_elements.
+// A Gather layout of a dim reduction of fewer elements than
+// small_gather_elements: staged. A full reduction's is one row for the split
+// kernel at any size (plan_gather).
 inline bool is_small_gather(const ReduceLayout& layout, int64_t element_size) {
-  return layout.kind == ReduceLayout::Gather && layout.batch * layout.reduce < small_gather_elements(element_size);
+  return layout.kind == ReduceLayout::Gather && !layout.full &&
+         layout.batch * layout.reduce < small_gather_elements(element_size);
 }
 
 // Reduces `input` (already of a dtype that dispatch.h instantiates) as

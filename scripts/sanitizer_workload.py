@@ -80,9 +80,9 @@ for base, perm, dims in (((5, 7, 75, 44), (3, 1, 2, 0), (1,)), ((30, 12, 700), (
               torch.sum(x.cpu().double(), dims).to(dtype), False)
 
 # Rows read through their strides (gathered): several rows a lane, one row a lane, transposed, a
-# strided reduced dim in split rows; small inputs staged in shared memory (staged_rows_kernel):
-# many rows a block, one row a block staged in two rounds, the output written through a
-# permutation, a small full reduction of a slice (one row).
+# strided reduced dim in split rows, a small full reduction of a slice (one row, split kernel);
+# small inputs staged in shared memory (staged_rows_kernel): many rows a block, one row a block
+# staged in two rounds, the output written through a permutation.
 for base, view, dims in (((2, 180000, 3), lambda t: t, (0, 2)), ((5, 1200, 181), lambda t: t, (0, 2)),
                          ((18, 194), lambda t: t[:, 1:], None),
                          ((15, 23400, 3), lambda t: t.transpose(0, 2), (0, 2)), ((60, 40002), lambda t: t[:, ::2], (1,)),

@@ -391,7 +391,7 @@ void launch_layout_reduction(const at::Tensor& input, const ReduceLayout& layout
   const auto stream = c10::cuda::getCurrentCUDAStream();
   const auto* data = reinterpret_cast<const scalar_t*>(input.data_ptr());
   if (layout.kind == ReduceLayout::Outer) return launch_columns<scalar_t, acc_t, out_t>(data, layout, out, op, stream);
-  if (is_small_gather(layout, sizeof(scalar_t)) && !layout.full) return launch_staged_rows<scalar_t, acc_t, out_t>(data, layout, out, op, stream);
+  if (is_small_gather(layout, sizeof(scalar_t))) return launch_staged_rows<scalar_t, acc_t, out_t>(data, layout, out, op, stream);
   if (splits_rows(layout, sizeof(scalar_t)))
     return launch_split_rows<scalar_t, acc_t, out_t>(data, layout, out.data, op, stream);
   launch_rows<scalar_t, acc_t, out_t>(data, layout, out, op, stream);
