@@ -47,7 +47,7 @@ for dtype in (torch.float32, torch.bfloat16, torch.int32, torch.uint8):
     for shape, dim in (((64, 7), -1), ((4099, 2), -1), ((1001, 4), -1), ((1001, 16), -1), ((48, 32), -1), ((40, 1000), -1), ((60, 1505), -1), ((3, 70_000), -1), ((130, 9), 0), ((40, 300), 0), ((200, 64), 0),
                        ((5, 130, 12), 1), ((40, 33, 6), 1), ((5, 301), 0), ((12, 65539), 0), ((300, 4999), 0), ((4100, 1027), 0), ((4100, 1028), 0),
                        ((16, 262144), 0), ((20, 262147), 0), ((40, 65536), 0), ((600000, 3), 0),
-                       ((64, 5, 7), 1), ((300, 12, 7), 1), ((300, 24, 7), 1), ((40, 24, 65), 1), ((40, 48, 7), 1)):
+                       ((64, 5, 7), 1), ((300, 12, 7), 1), ((300, 24, 7), 1), ((40, 24, 65), 1), ((40, 48, 7), 1), ((100_000, 7), -1)):
         x = (torch.randn(shape, device=device) * 10).to(dtype) if not exact else torch.randint(0, 100, shape, device=device, dtype=dtype)
         cpu = x.cpu()
         check(f"sum {dtype} {shape} {dim}", torch_reduce.sum(x, dim), torch.sum(cpu, dim), exact)
@@ -59,8 +59,10 @@ for dtype in (torch.float32, torch.bfloat16, torch.int32, torch.uint8):
 # Dense narrow columns of 4 MiB or more, whose first pass reads the rows as one flat run
 # (column_flat_kernel): dense, a view one column into its frame, one whose last row ends before
 # its run does (last chunks of 49, 1 and 33 rows), and batches of such views.
+# Last, rows of a misaligned view read as aligned vectors around each item (row_reduce_kernel).
 for base, view, dim in (((350001, 3), lambda t: t, 0), ((150001, 15), lambda t: t[:, 1:], 0),
-                        ((150017, 16), lambda t: t[:, :-1], 0), ((4, 40033, 8), lambda t: t[..., 1:], 1)):
+                        ((150017, 16), lambda t: t[:, :-1], 0), ((4, 40033, 8), lambda t: t[..., 1:], 1),
+                        ((300, 1002), lambda t: t[:, 1:-1], 1)):
     for dtype in (torch.float32, torch.bfloat16):
         x = view((torch.randn(base, device=device) * 10).to(dtype))
         cpu = x.cpu()

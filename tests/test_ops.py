@@ -394,6 +394,30 @@ def test_batch_invariance_rows_of_a_strided_view(device, dtype, width, used, mak
         bitwise_equal(torch_reduce.sum(x[k : k + 1], dim=1), full[k : k + 1], f"row {k} alone")
 
 
+@pytest.mark.parametrize("dtype", BATCH_DTYPES + [torch.float64, torch.int32, torch.int8, torch.bool], ids=_id)
+@pytest.mark.parametrize("length", [7, 24, 37, 1000], ids=_id)
+@pytest.mark.parametrize("op", ["sum", "amax", "amin"])
+def test_rows_at_every_offset_give_the_bits_of_an_aligned_copy(device, dtype, length, op, make_input, bitwise_equal):
+    """Rows that start at any element of a 16-byte vector -- back to back (each row its own
+    offset, unless the length is a multiple of the vector) or one row past a 16-byte stride
+    -- are summed in the order of the same rows aligned (read on the GPU as the two aligned
+    vectors that hold each item, shifted into place). Short rows come 100000 at once: the
+    GPU's several-rows kernel."""
+    rows = 100000 if length < 32 else 300
+    width = 16 // torch.empty((), dtype=dtype).element_size()
+    reduce = getattr(torch_reduce, op)
+    x = make_input((rows, length), dtype, device)
+    aligned = reduce(x, 1)
+    padded = -(-length // width) * width + width
+    for offset in range(width):
+        back_to_back = torch.empty(rows * length + width, dtype=dtype, device=device)[offset:]
+        back_to_back = back_to_back[: rows * length].view(rows, length)
+        strided = torch.empty((rows, padded), dtype=dtype, device=device)[:, offset : offset + length]
+        for name, view in (("back to back", back_to_back), ("strided", strided)):
+            view.copy_(x)
+            bitwise_equal(reduce(view, 1), aligned, f"{name}, offset {offset}")
+
+
 @pytest.mark.parametrize("dtype", BATCH_DTYPES + [torch.int32, torch.uint8], ids=_id)
 @pytest.mark.parametrize("length", [1, 2, 3, 4, 8], ids=_id)
 @pytest.mark.parametrize("op", ["sum", "mean", "amax"])

@@ -187,6 +187,72 @@ __device__ __forceinline__ void keep_loaded(Elements<T>& e) {
   }
 }
 
+// A vector's worth of consecutive elements that does not start on a 16-byte
+// boundary (a row's item in a row of odd length or of a misaligned view),
+// read as the one or two aligned vectors that hold it and shifted into place
+// when folded: two 16-byte loads where load_elements takes one load an
+// element (eight for bfloat16). An aligned 16-byte load that holds one of
+// the item's elements cannot fault: device memory is mapped in pages, and
+// allocations start 256-byte aligned (the caching allocator's blocks are
+// 512-byte multiples). The bytes that are not the item's are never folded.
+template <typename T>
+struct UnalignedItem {
+  Vector<T> first, second;  // the aligned vectors that hold the item
+  int offset;               // the item's first byte in `first`
+  int count;                // the item's elements, 1 to a vector's width
+};
+
+template <typename T>
+__device__ __forceinline__ UnalignedItem<T> load_unaligned_item(const T* p, int64_t count) {
+  constexpr int kWidth = vector_width<T>();
+  const auto address = reinterpret_cast<uintptr_t>(p);
+  UnalignedItem<T> item;
+  item.offset = static_cast<int>(address % kVectorBytes);
+  item.count = count < kWidth ? static_cast<int>(count) : kWidth;
+  const T* first = reinterpret_cast<const T*>(address - item.offset);
+  item.first = load_vector(first);
+  // The second vector holds elements of the item only where the item runs
+  // past the first's end (never for an aligned item).
+  const bool straddles = item.offset + item.count * static_cast<int>(sizeof(T)) > kVectorBytes;
+  item.second = straddles ? load_vector(first + kWidth) : Vector<T>{};
+  return item;
+}
+
+template <typename T>
+__device__ __forceinline__ void keep_loaded(UnalignedItem<T>& item) {
+  keep_loaded(item.first);
+  keep_loaded(item.second);
+}
+
+// Folds the item's elements into `acc` in index order, as fold_elements
+// folds the same elements read one by one. Each 32-bit word of the item is
+// a funnel shift of two consecutive words of the pair of vectors; the word
+// index is picked by selects, since a run-time index into registers would
+// put them in local memory.
+template <typename acc_t, typename T, typename Op>
+__device__ __forceinline__ acc_t fold_unaligned_item(acc_t acc, const UnalignedItem<T>& item, const Op& op) {
+  constexpr int kWords = kVectorBytes / 4;
+  uint32_t words[2 * kWords];
+#pragma unroll
+  for (int w = 0; w < kWords; ++w) {
+    words[w] = reinterpret_cast<const uint32_t*>(item.first.value)[w];
+    words[kWords + w] = reinterpret_cast<const uint32_t*>(item.second.value)[w];
+  }
+  const int skip = item.offset / 4;  // whole words before the item
+  const uint32_t bits = 8 * (item.offset % 4);
+  auto word = [&](int w) {  // words[w + skip], skip in [0, kWords)
+    return skip == 0 ? words[w] : skip == 1 ? words[w + 1] : skip == 2 ? words[w + 2] : words[w + 3];
+  };
+  Vector<T> shifted;
+#pragma unroll
+  for (int w = 0; w < kWords; ++w)
+    reinterpret_cast<uint32_t*>(shifted.value)[w] = __funnelshift_r(word(w), word(w + 1), bits);
+#pragma unroll
+  for (int i = 0; i < vector_width<T>(); ++i)
+    if (i < item.count) acc = op.combine(acc, static_cast<acc_t>(shifted.value[i]));
+  return acc;
+}
+
 // Elements before `p` reaches a 16-byte boundary, at most n.
 template <typename T>
 __device__ __forceinline__ int64_t misaligned_head(const T* p, int64_t n) {

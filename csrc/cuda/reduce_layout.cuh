@@ -102,11 +102,19 @@ void launch_rows(const scalar_t* data, const ReduceLayout& layout, const Output<
   const bool permuted = out.index.dims != 0;
   TORCH_INTERNAL_ASSERT(!(gathered && permuted), "gathered rows are written dense (output_index)");
   auto launch = [&](auto vectorized_loads, auto loads, auto several_rows, auto evict_first_loads) {
+    constexpr bool kVectorized = decltype(vectorized_loads)::value;
+    constexpr int kLoads = decltype(loads)::value;
+    constexpr bool kSeveralRows = decltype(several_rows)::value;
+    constexpr bool kEvictFirst = decltype(evict_first_loads)::value;
     auto kernel = [&](auto permuted_output, auto gathered_rows) {
-      row_reduce_kernel<scalar_t, acc_t, out_t, Op, decltype(vectorized_loads)::value, decltype(loads)::value,
-                        decltype(several_rows)::value, decltype(evict_first_loads)::value,
-                        decltype(permuted_output)::value, decltype(gathered_rows)::value>
-          <<<blocks, kRowThreads, 0, stream.stream()>>>(args, op, out.index, gather);
+      constexpr bool kGathered = decltype(gathered_rows)::value;
+      if constexpr (row_kernel_shifts_items<scalar_t>(kVectorized, kSeveralRows, kGathered) && kLoads != kRowSlots) {
+        TORCH_INTERNAL_ASSERT(false, "shifted items are read four a step (launch_mode)");
+      } else {
+        row_reduce_kernel<scalar_t, acc_t, out_t, Op, kVectorized, kLoads, kSeveralRows, kEvictFirst,
+                          decltype(permuted_output)::value, kGathered>
+            <<<blocks, kRowThreads, 0, stream.stream()>>>(args, op, out.index, gather);
+      }
     };
     // Permuted outputs are small (output_index) and gathered rows are read
     // element by element into dense outputs: the evict-first kernels read
@@ -129,7 +137,7 @@ void launch_rows(const scalar_t* data, const ReduceLayout& layout, const Output<
   auto launch_mode = [&](auto vectorized_loads) {
     if (several_rows) {
       launch(vectorized_loads, std::integral_constant<int, kShortRowSlots>{}, std::true_type{}, std::false_type{});
-    } else if (items_per_lane > kRowSlots) {
+    } else if (items_per_lane > kRowSlots && !row_kernel_shifts_items<scalar_t>(vectorized, false, gathered)) {
       launch_one_row(vectorized_loads, std::integral_constant<int, 2 * kRowSlots>{});
     } else {
       launch_one_row(vectorized_loads, std::integral_constant<int, kRowSlots>{});

@@ -54,17 +54,39 @@ struct RowArgs {
 // bfloat16 46-59, 4 blocks. Several rows: float32 78, bfloat16 80 (and a
 // 4-byte spill, outside the loads), 3 blocks, eight 16-byte loads in flight.
 // The others spill there: several rows get 2 blocks, one row no bound.
-template <typename scalar_t, typename acc_t, bool kVectorized, bool kSeveralRows>
+// Shifted items (row_kernel_shifts_items), four a step: 72 registers, 3
+// blocks (eight a step took 115-131, 1 block, and were slower than element
+// loads: H100, float16 5172 rows of 1038 8.0 -> 11.4 us, a dev A/B).
+template <typename scalar_t, typename acc_t, bool kVectorized, bool kSeveralRows, bool kShifted>
 constexpr int row_kernel_min_blocks() {
   constexpr bool kBuiltFor = kVectorized && sizeof(acc_t) == 4;
   if constexpr (kSeveralRows) return kBuiltFor ? 3 : 2;
+  if constexpr (kShifted) return 3;
   return kBuiltFor ? (sizeof(scalar_t) >= 4 ? 5 : 4) : 1;
+}
+
+// Rows of 2-byte elements, one a lane, not all 16-byte aligned (nor
+// gathered): each item is read as the two aligned vectors that hold it
+// (UnalignedItem), four items a step, where element by element an item takes
+// eight loads. H100, a dev A/B of one build, us, elements -> shifted (torch):
+// bfloat16 16384 x 4096 [:, 1:] 70.8 -> 50.9 (51.5), float16 65536 x 1023
+// 59.9 -> 53.1 (56.8), bfloat16 100000 x 63 8.4 -> 6.7 (23.0). Items of 4-
+// and 8-byte elements take four and two loads element by element, and
+// shifted they lost (float32 amax of 1000 rows of 9 1.85 -> 2.11, float64
+// sum of 125 rows of 5 1.66 -> 1.81); so did 1-byte items, sixteen elements
+// to shift and fold (int8 sum 65536 x 1001 62 -> 81), and several rows a
+// lane, whose items share lines (float32 1048576 x 7 12.1 -> 14.3).
+template <typename scalar_t>
+constexpr bool row_kernel_shifts_items(bool vectorized, bool several_rows, bool gathered) {
+  return sizeof(scalar_t) == 2 && !vectorized && !several_rows && !gathered;
 }
 
 // An item is always kWidth consecutive elements (the last one may be short),
 // so the order of a row's operations never depends on its alignment.
 // kVectorized: every row starts 16-byte aligned and its length is a multiple
-// of the vector width, so each item is read with one 16-byte load.
+// of the vector width, so each item is read with one 16-byte load; else
+// its elements are read one by one, or (row_kernel_shifts_items) the two
+// aligned vectors that hold it.
 // kLoads: the items a lane loads a step, of one row (kRowSlots, or twice
 // that for lanes of more items) or of several (kShortRowSlots, with
 // kSeveralRows: rows_per_pass > 1). A kernel for each, so that each gets the
@@ -79,7 +101,10 @@ constexpr int row_kernel_min_blocks() {
 // (gathered_rows.cuh), element by element; args.row_stride is unused.
 template <typename scalar_t, typename acc_t, typename out_t, typename Op, bool kVectorized, int kLoads, bool kSeveralRows,
           bool kEvictFirst, bool kPermutedOutput, bool kGathered>
-__global__ void __launch_bounds__(kRowThreads, (row_kernel_min_blocks<scalar_t, acc_t, kVectorized, kSeveralRows>()))
+__global__ void __launch_bounds__(
+    kRowThreads,
+    (row_kernel_min_blocks<scalar_t, acc_t, kVectorized, kSeveralRows,
+                           row_kernel_shifts_items<scalar_t>(kVectorized, kSeveralRows, kGathered)>()))
     row_reduce_kernel(RowArgs<scalar_t, out_t> args, Op op, StridedIndex out_index, RowGather gather) {
   static_assert(!(kGathered && kVectorized), "gathered rows are read element by element");
   constexpr int kWidth = vector_width<scalar_t>();
@@ -100,23 +125,32 @@ __global__ void __launch_bounds__(kRowThreads, (row_kernel_min_blocks<scalar_t, 
   // since the butterfly needs all 32 lanes.
   const int64_t warp_first_group = blockIdx.x * groups_per_block + (threadIdx.x / kWarpSize) * (kWarpSize / group);
 
-  // An item's load: one 16-byte vector, or its elements one by one.
-  using Loaded = std::conditional_t<kVectorized, Vector<scalar_t>, Elements<scalar_t>>;
+  constexpr bool kShifted = row_kernel_shifts_items<scalar_t>(kVectorized, kSeveralRows, kGathered);
+  static_assert(!kShifted || kLoads == kRowSlots, "shifted items: four a step (row_kernel_min_blocks)");
+  // An item's load: one 16-byte vector, the two aligned vectors that hold
+  // it, or its elements one by one.
+  using Loaded = std::conditional_t<kVectorized, Vector<scalar_t>,
+                                    std::conditional_t<kShifted, UnalignedItem<scalar_t>, Elements<scalar_t>>>;
   auto load_item = [&](int64_t row, int64_t item) -> Loaded {
     if constexpr (kGathered) {
       return load_gathered(args.data + strided_offset(static_cast<uint32_t>(row), gather.rows), item * kWidth,
                            args.row_length, gather);
-    }
-    const scalar_t* p = args.data + row * args.row_stride + item * kWidth;
-    if constexpr (kVectorized) {
-      return load_input<kEvictFirst>(p);
     } else {
-      return load_elements(p, args.row_length - item * kWidth);
+      const scalar_t* p = args.data + row * args.row_stride + item * kWidth;
+      if constexpr (kVectorized) {
+        return load_input<kEvictFirst>(p);
+      } else if constexpr (kShifted) {
+        return load_unaligned_item(p, args.row_length - item * kWidth);
+      } else {
+        return load_elements(p, args.row_length - item * kWidth);
+      }
     }
   };
   auto fold_item = [&](const Loaded& loaded) -> acc_t {
     if constexpr (kVectorized) {
       return fold_vector(op.identity(), loaded, op);
+    } else if constexpr (kShifted) {
+      return fold_unaligned_item(op.identity(), loaded, op);
     } else {
       return fold_elements(op.identity(), loaded, op);
     }
@@ -141,8 +175,8 @@ __global__ void __launch_bounds__(kRowThreads, (row_kernel_min_blocks<scalar_t, 
         for (int u = 0; u < kLoads; ++u) {
           const int64_t item = base + u * group + lane;
           loaded[u] = load_item(first, item < items ? item : 0);
-          // Elements read one by one were otherwise folded item by item,
-          // each waiting for its loads (sm_90 SASS).
+          // Items read element by element or as two vectors were otherwise
+          // folded item by item, each waiting for its loads (sm_90 SASS).
           if constexpr (!kVectorized) keep_loaded(loaded[u]);
         }
 #pragma unroll
