@@ -400,11 +400,12 @@ def test_batch_invariance_rows_of_a_strided_view(device, dtype, width, used, mak
 def test_rows_at_every_offset_give_the_bits_of_an_aligned_copy(device, dtype, length, op, make_input, bitwise_equal):
     """Rows that start at any element of a 16-byte vector -- back to back (each row its own
     offset, unless the length is a multiple of the vector) or one row past a 16-byte stride
-    -- are summed in the order of the same rows aligned (read on the GPU as the two aligned
-    vectors that hold each item, shifted into place). Short rows come 100000 at once: the
-    GPU's several-rows kernel."""
+    -- are summed in the order of the same rows aligned. On the GPU their items are read
+    element by element, or (2-byte elements, one row a lane) as the two aligned vectors that
+    hold each item, shifted into place; short rows come 100000 at once, for the several-rows
+    kernel."""
     rows = 100000 if length < 32 else 300
-    width = 16 // torch.empty((), dtype=dtype).element_size()
+    width = 16 // dtype.itemsize
     reduce = getattr(torch_reduce, op)
     x = make_input((rows, length), dtype, device)
     aligned = reduce(x, 1)

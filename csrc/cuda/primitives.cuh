@@ -224,13 +224,13 @@ __device__ __forceinline__ void keep_loaded(UnalignedItem<T>& item) {
   keep_loaded(item.second);
 }
 
-// Folds the item's elements into `acc` in index order, as fold_elements
+// The item's elements, shifted into place, for fold_elements to fold as it
 // folds the same elements read one by one. Each 32-bit word of the item is
 // a funnel shift of two consecutive words of the pair of vectors; the word
 // index is picked by selects, since a run-time index into registers would
 // put them in local memory.
-template <typename acc_t, typename T, typename Op>
-__device__ __forceinline__ acc_t fold_unaligned_item(acc_t acc, const UnalignedItem<T>& item, const Op& op) {
+template <typename T>
+__device__ __forceinline__ Elements<T> shifted_elements(const UnalignedItem<T>& item) {
   constexpr int kWords = kVectorBytes / 4;
   uint32_t words[2 * kWords];
 #pragma unroll
@@ -243,14 +243,11 @@ __device__ __forceinline__ acc_t fold_unaligned_item(acc_t acc, const UnalignedI
   auto word = [&](int w) {  // words[w + skip], skip in [0, kWords)
     return skip == 0 ? words[w] : skip == 1 ? words[w + 1] : skip == 2 ? words[w + 2] : words[w + 3];
   };
-  Vector<T> shifted;
+  Elements<T> e;
+  e.count = item.count;
 #pragma unroll
-  for (int w = 0; w < kWords; ++w)
-    reinterpret_cast<uint32_t*>(shifted.value)[w] = __funnelshift_r(word(w), word(w + 1), bits);
-#pragma unroll
-  for (int i = 0; i < vector_width<T>(); ++i)
-    if (i < item.count) acc = op.combine(acc, static_cast<acc_t>(shifted.value[i]));
-  return acc;
+  for (int w = 0; w < kWords; ++w) reinterpret_cast<uint32_t*>(e.value)[w] = __funnelshift_r(word(w), word(w + 1), bits);
+  return e;
 }
 
 // Elements before `p` reaches a 16-byte boundary, at most n.

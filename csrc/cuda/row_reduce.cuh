@@ -150,7 +150,7 @@ __global__ void __launch_bounds__(
     if constexpr (kVectorized) {
       return fold_vector(op.identity(), loaded, op);
     } else if constexpr (kShifted) {
-      return fold_unaligned_item(op.identity(), loaded, op);
+      return fold_elements(op.identity(), shifted_elements(loaded), op);
     } else {
       return fold_elements(op.identity(), loaded, op);
     }
