@@ -324,8 +324,8 @@ constexpr int64_t kMinStagedCount = 1024;
 constexpr int64_t kMinStagedFullCount = 1 << 20;
 constexpr int64_t kRowStageMinLength = 32;
 
-// Returns each stage's dims, or nullopt where there are fewer than two runs,
-// too few values an output, or the dims are not in memory order.
+// Returns the dims each stage reduces, or nullopt where there are fewer than
+// two runs, too few values an output, or the dims are not in memory order.
 std::optional<std::vector<std::vector<bool>>> plan_stages(const at::Tensor& input,
                                                           const std::vector<bool>& reduced) {
   int64_t count = 1;
@@ -356,11 +356,19 @@ std::optional<std::vector<std::vector<bool>>> plan_stages(const at::Tensor& inpu
   // bfloat16 63.0 us, torch 62.7 and 63.1).
   if (full && inner.stride == 1 && inner.size >= kRowStageMinLength)
     std::stable_partition(runs.begin(), runs.end(), [&](const Group& g) { return g.dims == inner.dims; });
+  // A dim reduction's stage marks the runs of the stages before it reduced
+  // too (of size 1 by then): as kept dims of size 1 after its run, they would
+  // make the last stage of a single output a column of width one
+  // (match_layout), where that of more outputs reads rows (batch invariance:
+  // the inner of two equal runs of a slice, x[..., :-1] of (k, n, n + 1)
+  // over (1, 2), lost it at k = 1). A full reduction's last stage, one
+  // output, stays a dim reduction.
   std::vector<std::vector<bool>> stages;
+  std::vector<bool> stage(reduced.size(), false);
   for (const Group& run : runs) {
-    std::vector<bool> stage(reduced.size(), false);
+    if (full) std::fill(stage.begin(), stage.end(), false);
     for (const int64_t d : run.dims) stage[d] = true;
-    stages.push_back(std::move(stage));
+    stages.push_back(stage);
   }
   return stages;
 }

@@ -267,13 +267,14 @@ def test_permuted_dims_that_form_one_block_read_in_place(cuda_device, dtype, mak
 # Reduced dims that form several runs in memory, reduced in stages (largest run first) where each
 # output has 1024 values or more (2^20 for a full reduction): (view of a fresh input, its shape,
 # dims). Two runs either way round, batch-norm statistics over (0, 2, 3), full reductions and dim
-# reductions of slices, three runs.
+# reductions of slices, the two inner dims of a slice, three runs.
 STAGED_CASES = {
     "outer first": (lambda x: x, (40, 30, 30, 50), (0, 2)),
     "inner first": (lambda x: x, (4, 50, 6, 300), (1, 3)),
     "batch norm": (lambda x: x, (16, 24, 14, 14), (0, 2, 3)),
     "sliced full": (lambda x: x[:, :-1], (1100, 1001), None),
     "sliced rows": (lambda x: x[:, :, :-3], (20, 30, 103), (0, 2)),
+    "sliced inner dims": (lambda x: x[..., :-1], (30, 50, 70), (1, 2)),
     "three runs": (lambda x: x, (6, 5, 7, 9, 30), (0, 2, 4)),
 }
 STAGED_OPS = [("sum", torch.float32), ("sum", torch.bfloat16), ("sum", torch.int32), ("mean", torch.float16),
@@ -299,6 +300,31 @@ def test_reduced_dims_in_several_runs_are_batch_invariant(device, op, dtype, mak
     full = reduce(y, (0, 2))
     for k in (1, 2, 69):
         bitwise_equal(reduce(y[:, :k], (0, 2)), full[:k], f"first {k} rows")
+    w = make_input((12, 50, 51), dtype, device)[..., :-1]  # two equal runs: the inner first
+    full = reduce(w, (1, 2))
+    for k in (1, 5, 11):
+        bitwise_equal(reduce(w[:k], (1, 2)), full[:k], f"first {k} of a slice's inner dims")
+
+
+# The order of stages, pinned where the accumulator is the input's dtype: (view of a fresh input,
+# its shape, dims, the stages' dims in turn). The larger run first, of equal ones the inner.
+STAGE_ORDERS = {
+    "larger run first": (lambda x: x, (300, 20, 40), (0, 2), ((0,), (1,))),
+    "the larger of a slice's inner dims first": (lambda x: x[..., :-1], (6, 300, 41), (1, 2), ((1,), (1,))),
+    "of equal runs, the inner first": (lambda x: x[..., :-1], (6, 40, 41), (1, 2), ((2,), (1,))),
+}
+
+
+@pytest.mark.parametrize("case", list(STAGE_ORDERS), ids=_id)
+def test_stages_take_their_runs_in_order(device, case, make_input, bitwise_equal):
+    """A float32 sum in stages gives the bits of the same stages taken one call at a time, each
+    stage a contiguous partial."""
+    view, shape, dims, stages = STAGE_ORDERS[case]
+    x = view(make_input(shape, torch.float32, device))
+    partial = x
+    for stage in stages:
+        partial = torch_reduce.sum(partial, stage)
+    bitwise_equal(torch_reduce.sum(x, dims), partial, "the stages one call at a time")
 
 
 # Kept dims out of memory order (transposed and permuted tensors): the dims are taken in memory
