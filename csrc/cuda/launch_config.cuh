@@ -99,6 +99,15 @@ inline bool tiles_fill_device(int64_t tile_columns, int64_t chunks) {
   return tile_columns * ceil_div(chunks, kFoldLength) >= kTileBlocksPerSm * sm_count();
 }
 
+// Blocks that each read whole tiles (`units` of them, `resident` at a time
+// on the device) run in waves, each as long as a tile: they fill their waves
+// where they fit in one or fill two thirds or more of their waves' blocks.
+// Below that, the last wave leaves most of the device idle for a tile's time.
+inline bool tiles_fill_waves(int64_t units, int64_t resident) {
+  const int64_t waves = ceil_div(units, resident);
+  return waves == 1 || 3 * units >= 2 * waves * resident;
+}
+
 // Column reductions (column_fold.cuh): which kernel reads a pass best.
 // All three compute the same order, so the choice may depend on any size.
 enum class ColumnKernel { Short, Block, Tile };
@@ -268,9 +277,7 @@ inline bool short_chunks_fit(int64_t chunks, int64_t bytes, int64_t row_bytes) {
 // 8000 [one wave] 162.0 / 169.9; of those, only bfloat16 16384 x 24000 [71%]
 // would have gained, 292.4 / 286.5 (275.8).
 inline bool block_tiles_keep_first_level(int64_t units, int64_t resident, int64_t item_bytes) {
-  if (item_bytes < kNarrowItemBytes) return false;
-  const int64_t waves = ceil_div(units, resident);
-  return waves == 1 || 3 * units >= 2 * waves * resident;
+  return item_bytes >= kNarrowItemBytes && tiles_fill_waves(units, resident);
 }
 
 inline ColumnKernel column_kernel(int64_t reduce, int64_t batch, int64_t items, int64_t bytes, int64_t row_bytes) {
@@ -362,6 +369,19 @@ inline bool tile_teams_stream(int64_t item_groups, int row_lanes, int64_t chunks
 // 58a33e2: float32 47.7 -> 46.4 us, bfloat16 28.6 -> 27.7 us).
 enum class TileMode { Teams, Wide, Chunks };
 
+// Items of one chunk row that column_tile_kernel's lanes share: a power of
+// two, up to kMaxRowLanes (then 8 slots x 4 items fill a warp).
+inline int tile_row_lanes(int64_t items) {
+  int lanes = 1;
+  while (lanes < kMaxRowLanes && lanes < items) lanes *= 2;
+  return lanes;
+}
+
+// Two levels: teams of eight lane groups of 8 x row_lanes lanes, each team a tile.
+inline int tile_teams(int row_lanes) { return kColumnThreads / (kSlots * kSlots * row_lanes); }
+// One level (column_chunk_kernel): lane groups of 8 x row_lanes lanes, each a chunk at a time.
+inline int tile_lane_groups(int row_lanes) { return kColumnThreads / (kSlots * row_lanes); }
+
 // A later pass (partials, in L2) of one tile with few item groups, which
 // teams would read in more than four rounds and wide blocks could not speed
 // up (lane groups of four items), goes to single chunks and one more pass
@@ -380,7 +400,16 @@ constexpr int64_t kLaterPassTeamChunks = 4 * kSlots;
 // 5) over dim 2 12.35 -> 1.93, torch 2.52; bfloat16 (1314, 58, 18) over dim
 // 1 25.3 -> 2.96; float32 (4096, 40, 6) over dim 1 24.1 -> 2.81; float32
 // (100000, 17, 3) 10.3 either way; the same bits).
-inline TileMode tile_mode(int64_t item_groups, int row_lanes, int64_t chunks, bool later_pass) {
+//
+// Teams whose blocks do not fill their waves (tiles_fill_waves: a second wave
+// of a few blocks, each streaming a tile, doubled the pass) go to single
+// chunks, spread evenly, where their units fit (H100 A/B, one build, teams
+// forced by a dev hook, not committed, us, teams -> single chunks (torch):
+// float64 sum over dim 0 of 7920 x 539, 270 blocks of two resident an SM,
+// 17.5 -> 12.6 (13.0); the sweep's float64 amax over (1, 2) of a transposed
+// (539, 264, 30) 18.3 -> 12.8 (13.0)).
+// `team_slots`: column_tile_kernel's resident blocks on the device.
+inline TileMode tile_mode(int64_t item_groups, int row_lanes, int64_t chunks, bool later_pass, int64_t team_slots) {
   if (chunks == 1) return TileMode::Chunks;
   if (tile_teams_stream(item_groups, row_lanes, chunks)) {
     // One tile per item group, for fewer item groups than SMs (the last pass
@@ -389,6 +418,9 @@ inline TileMode tile_mode(int64_t item_groups, int row_lanes, int64_t chunks, bo
     const bool one_tile = chunks <= kFoldLength && item_groups < sm_count();
     if (one_tile && chunks > kSlots && row_lanes < kMaxRowLanes) return TileMode::Wide;
     if (one_tile && later_pass && chunks > kLaterPassTeamChunks) return TileMode::Chunks;
+    const int64_t team_blocks = ceil_div(item_groups * ceil_div(chunks, kFoldLength), tile_teams(row_lanes));
+    if (!tiles_fill_waves(team_blocks, team_slots) && item_groups * chunks <= kChunkKernelMaxUnits)
+      return TileMode::Chunks;
     return TileMode::Teams;
   }
   return tiles_fill_device(item_groups, chunks) ? TileMode::Wide : TileMode::Chunks;
@@ -433,19 +465,6 @@ inline int64_t flat_first_column(uintptr_t address, int64_t element_bytes, int64
   const bool batches = batch == 1 || (batch_stride % width == 0 && batch_stride >= reduce * reduce_stride);
   return narrow && large && dense && runs && batches ? first : -1;
 }
-
-// Items of one chunk row that column_tile_kernel's lanes share: a power of
-// two, up to kMaxRowLanes (then 8 slots x 4 items fill a warp).
-inline int tile_row_lanes(int64_t items) {
-  int lanes = 1;
-  while (lanes < kMaxRowLanes && lanes < items) lanes *= 2;
-  return lanes;
-}
-
-// Two levels: teams of eight lane groups of 8 x row_lanes lanes, each team a tile.
-inline int tile_teams(int row_lanes) { return kColumnThreads / (kSlots * kSlots * row_lanes); }
-// One level (column_chunk_kernel): lane groups of 8 x row_lanes lanes, each a chunk at a time.
-inline int tile_lane_groups(int row_lanes) { return kColumnThreads / (kSlots * row_lanes); }
 
 // Rows a block of staged_rows_kernel takes: enough for kStagedBlocksPerSm
 // blocks an SM, up to as many whole rows as one round trip of its loads

@@ -242,7 +242,8 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
     case ColumnKernel::Tile: {
       args.row_lanes = tile_row_lanes(args.items);
       const int64_t item_groups = batch * ceil_div(args.items, args.row_lanes);
-      tile = tile_mode(item_groups, args.row_lanes, chunks, later_pass);
+      tile = tile_mode(item_groups, args.row_lanes, chunks, later_pass,
+                       sm_count() * resident_blocks(column_tile_kernel<in_t, acc_t, out_t, Op>, kColumnThreads));
       if (tile == TileMode::Teams) {
         values_left = ceil_div(chunks, kFoldLength);
         blocks = ceil_div(item_groups * values_left, tile_teams(args.row_lanes));
