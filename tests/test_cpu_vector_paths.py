@@ -21,14 +21,17 @@ pytestmark = pytest.mark.skipif(
 )
 
 # (name, shape, dims): full reductions and rows long enough for the lanes, short rows of a
-# compile-time and a run-time length, wide columns (the column tiles and their remainder), narrow
-# columns (side by side).
+# compile-time and a run-time length, wide columns (the column tiles and their remainder), columns
+# of a tile, whole vectors and part of one (float16: tiles of four vectors, then one, the last one
+# in part), columns of part of a vector, narrow columns (side by side).
 LAYOUTS = [
     ("full", (70001,), None),
     ("long rows", (3, 5000), (1,)),
     ("short rows, length 5", (4001, 5), (1,)),
     ("short rows, length 21", (4001, 21), (1,)),
     ("wide columns", (300, 1030), (0,)),
+    ("columns of a tile, vectors and part of one", (300, 93), (0,)),
+    ("columns of part of a vector", (1000, 13), (0,)),
     ("narrow columns", (1000, 5), (0,)),
 ]
 DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int32]
