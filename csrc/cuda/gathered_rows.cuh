@@ -54,31 +54,57 @@ __device__ __forceinline__ GatheredElement gathered_element(uint32_t r, const Ro
   return {segment, column, strided_offset(segment, gather.outer) + column * gather.inner.strides[0]};
 }
 
+// Where the elements first .. first + kWidth - 1 of a gathered row lie,
+// from the row's start. Only the first element's place takes divisions.
+// Where the innermost run holds an item (n0 >= kWidth), the item lies in its
+// first element's segment and at most the next one, whose place is found
+// only where the item reaches it; each element's place is then a select and
+// a multiply-add, apart from the others', so that the loads wait on a few
+// integer operations rather than on a chain of kWidth steps (the chain, with
+// a segment's place inlined at every step, took the split kernel's bfloat16
+// instantiation to 4800 instructions, sm_90 SASS). Shorter runs step along
+// the innermost run and divide again at each segment they cross.
+template <int kWidth>
+__device__ __forceinline__ void place_item(uint32_t first, const RowGather& gather, uint32_t (&offset)[kWidth]) {
+  const uint32_t n0 = gather.inner.sizes[0];
+  const uint32_t stride = gather.inner.strides[0];
+  GatheredElement at = gathered_element(first, gather);
+  if (n0 >= kWidth) {
+    // Elements i >= in_first lie in the next segment, which starts where
+    // element in_first would lie were `next` the item's start.
+    const uint32_t in_first = n0 - at.column;
+    uint32_t next = at.offset;
+    if (in_first < kWidth) next = strided_offset(at.segment + 1, gather.outer) - in_first * stride;
+#pragma unroll
+    for (int i = 0; i < kWidth; ++i) offset[i] = (i < in_first ? at.offset : next) + i * stride;
+    return;
+  }
+#pragma unroll
+  for (int i = 0; i < kWidth; ++i) {
+    offset[i] = at.offset;
+    if (i + 1 == kWidth) break;
+    at.offset += stride;
+    if (++at.column == n0) {
+      at.column = 0;
+      at.offset = strided_offset(++at.segment, gather.outer);
+    }
+  }
+}
+
 // Elements first .. first + kWidth - 1 of a gathered row that starts at
 // `row`, of which those below `length` (at least one) are the row's: an item,
 // loaded as load_elements loads one (every load at once, each under its
-// predicate) and folded by fold_elements. Only the first element's place
-// takes divisions; each next one steps along the innermost run, and
-// divides again where it crosses into the next segment (an item of kWidth
-// elements crosses at most once where segments are that long).
+// predicate) and folded by fold_elements.
 template <typename T>
 __device__ __forceinline__ Elements<T> load_gathered(const T* row, int64_t first, int64_t length,
                                                      const RowGather& gather) {
   constexpr int kWidth = vector_width<T>();
   Elements<T> e;
   e.count = length - first < kWidth ? static_cast<int>(length - first) : kWidth;
-  GatheredElement at = gathered_element(static_cast<uint32_t>(first), gather);
+  uint32_t offset[kWidth];
+  place_item(static_cast<uint32_t>(first), gather, offset);
 #pragma unroll
-  for (int i = 0; i < kWidth; ++i) {
-    e.value[i] = i < e.count ? row[at.offset] : T{};
-    if (i + 1 < kWidth) {
-      at.offset += gather.inner.strides[0];
-      if (++at.column == gather.inner.sizes[0]) {
-        at.column = 0;
-        at.offset = strided_offset(++at.segment, gather.outer);
-      }
-    }
-  }
+  for (int i = 0; i < kWidth; ++i) e.value[i] = i < e.count ? row[offset[i]] : T{};
   return e;
 }
 

@@ -104,20 +104,36 @@ __global__ void __launch_bounds__(kSplitThreads)
   // the blocks stream neighbouring memory.
   const int64_t tile_step = args.splits * kSplitTileVectors;
   int64_t v = split * kSplitTileVectors + tid;
-  // Whole tiles: no bounds checks inside.
-  for (; v + (kSplitUnroll - 1) * kSplitThreads < vectors; v += tile_step) {
-    Loaded loaded[kSplitUnroll];
+  if constexpr (kGathered) {
+    // The last, partial tile too, its items past the body skipped: the
+    // gathered loads' long code is there once rather than twice, and the
+    // partial tile's loads are in flight together.
+    for (; v < vectors; v += tile_step) {
+      Loaded loaded[kSplitUnroll];
 #pragma unroll
-    for (int u = 0; u < kSplitUnroll; ++u) loaded[u] = load(v + u * kSplitThreads);
+      for (int u = 0; u < kSplitUnroll; ++u) {
+        loaded[u].count = 0;
+        if (v + u * kSplitThreads < vectors) loaded[u] = load(v + u * kSplitThreads);
+      }
 #pragma unroll
-    for (int u = 0; u < kSplitUnroll; ++u) acc[u] = fold(acc[u], loaded[u]);
-  }
-  // The last, partial tile.
-  if (v < vectors) {
+      for (int u = 0; u < kSplitUnroll; ++u) acc[u] = fold(acc[u], loaded[u]);
+    }
+  } else {
+    // Whole tiles: no bounds checks inside.
+    for (; v + (kSplitUnroll - 1) * kSplitThreads < vectors; v += tile_step) {
+      Loaded loaded[kSplitUnroll];
 #pragma unroll
-    for (int u = 0; u < kSplitUnroll; ++u) {
-      const int64_t i = v + u * kSplitThreads;
-      if (i < vectors) acc[u] = fold(acc[u], load(i));
+      for (int u = 0; u < kSplitUnroll; ++u) loaded[u] = load(v + u * kSplitThreads);
+#pragma unroll
+      for (int u = 0; u < kSplitUnroll; ++u) acc[u] = fold(acc[u], loaded[u]);
+    }
+    // The last, partial tile.
+    if (v < vectors) {
+#pragma unroll
+      for (int u = 0; u < kSplitUnroll; ++u) {
+        const int64_t i = v + u * kSplitThreads;
+        if (i < vectors) acc[u] = fold(acc[u], load(i));
+      }
     }
   }
 
