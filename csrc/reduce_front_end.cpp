@@ -271,6 +271,22 @@ namespace {
 // in all eight cases of under 16 KiB of a first A/B (float32 (18, 194)
 // slice 3.45 -> 6.34).
 //
+// Small full reductions (small_gather_elements) whose innermost run is
+// shorter than a vector are copied too: the split kernel steps along such
+// runs element by element, and in one block those steps outlast the copy's
+// kernel. H100 A/B, one build, the copy forced by a dev hook (not
+// committed), us, gathered -> copied (torch): the sweep's bfloat16 mean of a
+// (27, 12, 4, 5) slice (runs of 5) 4.77 -> 3.92 (4.02), float16 mean of a
+// (7, 148, 10, 3) slice 5.99 -> 5.07 (10.4); float16 sum of a (30, 11, 58, 2)
+// slice 4.97 -> 4.88. (Larger ones in memory order are staged, plan_stages.)
+// Not expanded tensors, whose copy would write the expansion.
+bool copies_short_runs(const ReduceLayout& layout, int64_t element_size) {
+  const Runs& runs = layout.reduce_runs;
+  const bool expanded = std::find(runs.strides, runs.strides + runs.count, 0) != runs.strides + runs.count;
+  return layout.full && runs.sizes[0] * element_size < kKernelVectorBytes &&
+         layout.reduce < small_gather_elements(element_size) && !expanded;
+}
+
 // Rows whose copy would be dense rows (the reduced dims innermost), read in
 // place through their strides: `input`'s dims are in memory order. nullopt
 // where runs_of refuses them, and for the copies above.
@@ -283,6 +299,7 @@ std::optional<ReduceLayout> plan_gather(const at::Tensor& input, const std::vect
   ReduceLayout layout{ReduceLayout::Gather, 1, 1, 1, 0, 0, all_reduced(reduced), *batch_runs, *reduce_runs};
   for (int d = 0; d < batch_runs->count; ++d) layout.batch *= batch_runs->sizes[d];
   for (int d = 0; d < reduce_runs->count; ++d) layout.reduce *= reduce_runs->sizes[d];
+  if (copies_short_runs(layout, input.element_size())) return std::nullopt;
   if (is_small_gather(layout, input.element_size()) && layout.reduce * input.element_size() >= kSmallGatherMaxRowBytes)
     return std::nullopt;
   return layout;

@@ -59,6 +59,9 @@ inline int64_t small_gather_elements(int64_t element_size) {
   return element_size == 4 ? int64_t{1} << 18 : int64_t{1} << 20;
 }
 constexpr int64_t kSmallGatherMaxRowBytes = 16 * 1024;
+// A load of the CUDA kernels (kVectorBytes in csrc/cuda/primitives.cuh): a
+// gathered item's elements.
+constexpr int64_t kKernelVectorBytes = 16;
 
 // Merged dims of a Gather layout, innermost first; offsets of the elements
 // they hold fit in 31 bits (plan_gather).

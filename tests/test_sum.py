@@ -411,12 +411,14 @@ def test_reduced_without_copying_the_input_read_in_place(cuda_device, case, make
 
 
 # Gathered rows beside the copies they replace, and the cases still copied: small inputs of rows
-# of 16 KiB or more (float64 rows of 2100 above, all of 8200), more runs than the
-# kernels index (five reduced runs), reductions over dims of size 1 alone. (Columns are copied too, so that a slice
+# of 16 KiB or more (float64 rows of 2100 above, all of 8200), small full reductions of runs
+# shorter than a vector, more runs than the kernels index (five reduced runs), reductions over
+# dims of size 1 alone. (Columns are copied too, so that a slice
 # whose kept dims no longer merge reads as the whole does: KEPT_SLICES.)
 ROWS_CASES = {**GATHERED_CASES, **SMALL_GATHERED_CASES,
               "small, rows of 16 KiB or more, copied": (lambda x: x[:, ::2], (30, 16400), (1,)),
               "full reduction of a strided tensor": (lambda x: x[::2], (2**21 + 6,), None),
+              "small full reduction of runs shorter than a vector, copied": (lambda x: x[..., 1:], (40, 30, 4), None),
               "five reduced runs, copied": (lambda x: x, (3, 2, 3, 2, 3, 2, 3, 2, 3, 2), (0, 2, 4, 6, 8)),
               "dims of size 1, copied": (lambda x: x[:, :-1:2].unsqueeze(1), (2100, 2101), (1,)),
               "small, dims of size 1, copied": (lambda x: x[:, :-1:2].unsqueeze(1), (60, 401), (1,))}

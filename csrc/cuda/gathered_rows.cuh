@@ -23,6 +23,7 @@ struct RowGather {
 };
 
 static_assert(kMaxRuns <= kMaxStridedDims, "a Gather layout's runs fit a StridedIndex");
+static_assert(kVectorBytes == kKernelVectorBytes, "the front end plans items of the kernels' loads");
 
 // The runs [first, last) of `runs` as an index.
 inline StridedIndex strided_index(const Runs& runs, int first, int last) {
