@@ -9,6 +9,8 @@ without a GPU or a CUDA build).
 
 import math
 import re
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -457,6 +459,30 @@ def test_gathered_rows_give_the_bits_of_their_copy(device, case, op, dtype, make
         cut = x.narrow(kept, 1, x.size(kept) - 2)
         bitwise_equal(reduce(cut, dims), out.narrow(sum(d not in dims for d in range(kept)), 1, x.size(kept) - 2),
                       "a slice of a kept dim")
+
+
+_FULL_SUM_CHILD = """
+import sys
+sys.path[:0] = sys.argv[2:]
+import torch
+import torch_reduce
+torch.manual_seed(0)
+x = torch.randn(2**23 + 3, device="cuda")
+if sys.argv[1] == "gathered first":
+    torch_reduce.sum(torch.randn(2**22, device="cuda")[::2])
+print(torch_reduce.sum(x).item().hex())
+"""
+
+
+@pytest.mark.requires_cuda
+def test_full_reduction_bits_do_not_depend_on_earlier_calls(cuda_device):
+    """A contiguous full reduction of many tiles gives the same bits in a fresh process and in one
+    that reduced a strided tensor first: the blocks it is split into come from the contiguous
+    kernel's residency alone (the gathered kernel, of more registers, holds fewer blocks an SM,
+    and a count cached for both by whichever asked first split one process's sums otherwise)."""
+    runs = [subprocess.run([sys.executable, "-c", _FULL_SUM_CHILD, first, *sys.path], capture_output=True,
+                           text=True, check=True).stdout for first in ("fresh", "gathered first")]
+    assert runs[0] == runs[1]
 
 
 # Kept dims out of memory order, one case for each kernel that writes outputs: on CUDA, small

@@ -38,7 +38,10 @@ constexpr int64_t kMaxBlocksPerSm = 32;
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 
-// Resident blocks per SM of a kernel, asked once per kernel.
+// Resident blocks per SM of a kernel, asked once per kernel signature:
+// instantiations that differ only in a template argument the signature does
+// not show share the first one's count (launch_split_rows asks the
+// contiguous kernel for both of its instantiations).
 template <typename Kernel>
 int resident_blocks(Kernel kernel, int threads) {
   static const int blocks = [&] {

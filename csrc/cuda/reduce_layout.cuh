@@ -42,9 +42,13 @@ void launch_split_rows(const scalar_t* data, const ReduceLayout& layout, out_t* 
   const bool gathered = layout.kind == ReduceLayout::Gather;
   auto kernel = gathered ? split_row_reduce_kernel<scalar_t, acc_t, out_t, Op, true>
                          : split_row_reduce_kernel<scalar_t, acc_t, out_t, Op, false>;
-  const int64_t splits = layout.full
-                             ? full_reduction_splits(layout.reduce, sizeof(scalar_t), resident_blocks(kernel, kSplitThreads))
-                             : dim_reduction_splits(layout.reduce, sizeof(scalar_t));
+  // A full reduction's splits are its copy's (the contiguous kernel's
+  // residency, whatever the gathered one's registers), and so is its order.
+  const int64_t splits =
+      layout.full ? full_reduction_splits(layout.reduce, sizeof(scalar_t),
+                                          resident_blocks(split_row_reduce_kernel<scalar_t, acc_t, out_t, Op, false>,
+                                                          kSplitThreads))
+                  : dim_reduction_splits(layout.reduce, sizeof(scalar_t));
   SplitRowArgs<scalar_t, acc_t, out_t> args{data, layout.reduce, layout.batch_stride, splits, out, nullptr, nullptr};
   if (splits > 1) {
     const Workspace workspace = stream_workspace(stream, layout.batch, layout.batch * splits * sizeof(acc_t));
