@@ -191,6 +191,38 @@ __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) inline void widen_some
   const __m256i halves = _mm256_maskz_loadu_epi16(static_cast<__mmask16>((1u << n) - 1), x);
   _mm512_storeu_ps(out, _mm512_maskz_cvtph_ps(__mmask16(0xFFFF), halves));
 }
+
+// bfloat16 is a float's upper 16 bits: zero-extended and shifted into place,
+// exact like widen. 8 (AVX2) or 16 (AVX-512) of them, or the first n. (The
+// AVX-512 forms are the masked ones with no element masked off, for the
+// reason above.)
+__attribute__((target("avx2"))) inline __m256 bfloat16s_to_floats_avx2(__m128i x) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(x), 16));
+}
+
+__attribute__((target("avx512f,avx512bw"))) inline __m512 bfloat16s_to_floats_avx512(__m256i x) {
+  const __mmask16 all = 0xFFFF;
+  return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(all, _mm512_maskz_cvtepu16_epi32(all, x), 16));
+}
+
+__attribute__((target("avx2"))) inline void widen_bfloat16s_avx2(const at::BFloat16* x, float* out) {
+  _mm256_storeu_ps(out, bfloat16s_to_floats_avx2(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x))));
+}
+
+__attribute__((target("avx512f,avx512bw"))) inline void widen_bfloat16s_avx512(const at::BFloat16* x, float* out) {
+  _mm512_storeu_ps(out, bfloat16s_to_floats_avx512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x))));
+}
+
+__attribute__((target("avx2"))) inline void widen_some_bfloat16s_avx2(const at::BFloat16* x, int n, float* out) {
+  __m128i bits = _mm_setzero_si128();
+  std::memcpy(&bits, x, n * sizeof(at::BFloat16));
+  _mm256_storeu_ps(out, bfloat16s_to_floats_avx2(bits));
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl"))) inline void widen_some_bfloat16s_avx512(const at::BFloat16* x,
+                                                                                           int n, float* out) {
+  _mm512_storeu_ps(out, bfloat16s_to_floats_avx512(_mm256_maskz_loadu_epi16(static_cast<__mmask16>((1u << n) - 1), x)));
+}
 #else
 template <typename F>
 void run_vectorised(const F& f) {
@@ -198,17 +230,19 @@ void run_vectorised(const F& f) {
 }
 #endif
 
-// Elements a widen_vector call converts with one instruction.
+// Elements a widen_vector call converts with one instruction (or two).
 template <typename scalar_t, VectorIsa isa>
-constexpr int kWidenVector = !std::is_same_v<scalar_t, at::Half> || isa == VectorIsa::Baseline ? 1
-                             : isa == VectorIsa::Avx2                                          ? 8
-                                                                                               : 16;
+constexpr int kWidenVector =
+    !(std::is_same_v<scalar_t, at::Half> || std::is_same_v<scalar_t, at::BFloat16>) || isa == VectorIsa::Baseline ? 1
+    : isa == VectorIsa::Avx2                                                                                      ? 8
+                                                                                                                  : 16;
 
 // out[0, n) = x[0, n) widened, n a multiple of kWidenVector. Half is
 // converted by F16C where the Isa has it: the portable half_to_float takes
 // some ten vector instructions an element where F16C takes one (float16 sum
 // of 2^20 elements on one AVX-512 core, dev builds, not committed: 162.5 us
-// before, 45.2 after, torch 53.7).
+// before, 45.2 after, torch 53.7). bfloat16 by a zero extension and a shift,
+// spelled out for the column tiles (fold_columns).
 template <VectorIsa isa, int n, typename acc_t, typename scalar_t>
 C10_ALWAYS_INLINE void widen_vector(const scalar_t* x, acc_t* out) {
   constexpr int step = kWidenVector<scalar_t, isa>;
@@ -216,7 +250,13 @@ C10_ALWAYS_INLINE void widen_vector(const scalar_t* x, acc_t* out) {
 #ifdef TORCH_REDUCE_X86_ISAS
   if constexpr (step > 1) {
     for (int k = 0; k < n; k += step) {
-      if constexpr (isa == VectorIsa::Avx512) {
+      if constexpr (std::is_same_v<scalar_t, at::BFloat16>) {
+        if constexpr (isa == VectorIsa::Avx512) {
+          widen_bfloat16s_avx512(x + k, out + k);
+        } else {
+          widen_bfloat16s_avx2(x + k, out + k);
+        }
+      } else if constexpr (isa == VectorIsa::Avx512) {
         widen_halves_avx512(x + k, out + k);
       } else {
         widen_halves_f16c(x + k, out + k);
@@ -233,7 +273,13 @@ C10_ALWAYS_INLINE void widen_vector(const scalar_t* x, acc_t* out) {
 template <VectorIsa isa, typename acc_t, typename scalar_t>
 C10_ALWAYS_INLINE void widen_part_of_vector(const scalar_t* x, int n, acc_t* out) {
 #ifdef TORCH_REDUCE_X86_ISAS
-  if constexpr (isa == VectorIsa::Avx512) {
+  if constexpr (std::is_same_v<scalar_t, at::BFloat16>) {
+    if constexpr (isa == VectorIsa::Avx512) {
+      widen_some_bfloat16s_avx512(x, n, out);
+    } else {
+      widen_some_bfloat16s_avx2(x, n, out);
+    }
+  } else if constexpr (isa == VectorIsa::Avx512) {
     widen_some_halves_avx512(x, n, out);
   } else {
     widen_some_halves_f16c(x, n, out);
@@ -378,26 +424,42 @@ C10_ALWAYS_INLINE void fold_column_tile(const scalar_t* x, int64_t rows, int64_t
   for (int j = 0; j < n; ++j) acc[j] = column[j];
 }
 
+// Whether fold_columns folds tiles of columns (below): where widen_vector
+// converts several elements with one instruction, but for bfloat16's amax
+// and amin, whose select gcc 12 does not vectorise in a tile, where the loop
+// over columns vectorises both it and bfloat16's conversion (two AVX-512
+// cores, dev builds, not committed: bfloat16 amax over dim 0 of (4000, 24)
+// 18.9 us, 38.6 in tiles). Half's conversion vectorises nowhere else, so its
+// amax and amin take tiles too.
+template <typename scalar_t, VectorIsa isa, typename Op>
+constexpr bool kColumnTiles =
+    kWidenVector<scalar_t, isa> > 1 && !(std::is_same_v<scalar_t, at::BFloat16> && kSelects<Op>);
+
 // acc[c] = column c (c < width) of `rows` rows that start `row_stride`
 // elements apart, folded top to bottom; the loop over columns vectorises.
 // Four rows per pass, so that narrow blocks do not wait on acc's store and
 // reload after every row.
 //
 // Where widen_vector converts several elements with one instruction (half
-// with F16C), the columns go in tiles of four such vectors, then of one (the
-// last one a part of a vector), each folded down all the rows in registers:
-// the compiler vectorises these explicit conversions in a loop of fixed
-// length, as in fold_run, but not in the loop over columns below, one
-// conversion an element. Two AVX-512 cores, a dev A/B of this against tiles
-// of four vectors alone (the rest one by one), not committed, us, before ->
-// after (torch): float16 sum over dim 0 of (4000, 24) 53.3 -> 7.9 (9.0), of
-// (1000, 507) 38.0 -> 18.0 (25.7); mean over dim 1 of (64, 300, 40) 277 ->
-// 49 (72); the same bits.
+// with F16C, bfloat16; kColumnTiles), the columns go in tiles of four such
+// vectors, then of one (the last one a part of a vector), each folded down
+// all the rows in registers: the compiler vectorises these explicit
+// conversions in a loop of fixed length, as in fold_run, but not in the loop
+// over columns below, one conversion an element (half), or its columns past
+// the last whole vector (bfloat16). Two AVX-512 cores, dev A/Bs, not
+// committed, us, before -> after (torch): against tiles of four vectors
+// alone (the rest one by one), float16 sum over dim 0 of (4000, 24) 53.3 ->
+// 7.9 (9.0), of (1000, 507) 38.0 -> 18.0 (25.7); mean over dim 1 of
+// (64, 300, 40) 277 -> 49 (72); bfloat16, against the loop below (two runs
+// each, a busy machine), sum over dim 0 of (4000, 24) 17.6, 18.3 -> 8.8, 9.9
+// (10.0, 9.1), of (1000, 13) 11.1, 8.3 -> 3.4, 3.5 (5.3, 5.4), of (300, 93)
+// 7.6, 6.1 -> 3.8, 3.7 (4.7, 4.4), mean over dim 1 of (64, 300, 40) 79.7,
+// 69.3 -> 44.5, 51.1 (101, 124). The same bits.
 template <typename scalar_t, typename acc_t, typename Isa, typename Op>
 void fold_columns(Isa, const scalar_t* x, int64_t rows, int64_t row_stride, int64_t width, acc_t* __restrict acc,
                   const Op& op) {
   int64_t first = 0;
-  if constexpr (constexpr int step = kWidenVector<scalar_t, Isa::value>; step > 1) {
+  if constexpr (constexpr int step = kWidenVector<scalar_t, Isa::value>; kColumnTiles<scalar_t, Isa::value, Op>) {
     for (; first + 4 * step <= width; first += 4 * step)
       fold_column_tile<4 * step, Isa::value>(x + first, rows, row_stride, 4 * step, acc + first, op);
     for (; first < width; first += step)
@@ -613,7 +675,7 @@ void fold_short_rows(Isa, const scalar_t* data, int64_t stride, int64_t length, 
       const scalar_t* x = data + row * stride;
       acc_t acc[kRowsTogether];
       for (int k = 0; k < kRowsTogether; ++k) acc[k] = op.identity();
-      if constexpr (kWidenVector<scalar_t, Isa::value> > 1) {
+      if constexpr (std::is_same_v<scalar_t, at::Half> && kWidenVector<scalar_t, Isa::value> > 1) {
         constexpr int step = kWidenVector<scalar_t, VectorIsa::Avx2>;
         acc_t wide[kRowsTogether][kLanes<acc_t>];
         for (int k = 0; k < kRowsTogether; ++k) {
