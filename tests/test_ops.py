@@ -594,6 +594,22 @@ def test_flat_columns_are_fold64(cuda_device, dtype, shape, view, make_input, bi
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=_id)
+@pytest.mark.parametrize("op", ["amax", "amin"])
+@pytest.mark.parametrize("width", [13, 24, 93, 1030])
+def test_extremum_columns_propagate_nan(device, op, dtype, width, make_input, check):
+    """A NaN in the first, a middle and the last row reaches its own column alone, in columns of
+    part of a vector, of whole vectors, of tiles (the CPU folds 2-byte columns in tiles) and of
+    the last part of a vector after tiles."""
+    x = make_input((1000, width), dtype, device)
+    nan_columns = {0: 0, width // 2: 517, width - 1: 999}
+    for column, row in nan_columns.items():
+        x[row, column] = float("nan")
+    out = getattr(torch_reduce, op)(x, 0)
+    assert out.isnan().tolist() == [c in nan_columns for c in range(width)]
+    check(out, x, op=op, dim=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=_id)
 @pytest.mark.parametrize("op", ["sum", "amax", "amin"])
 def test_flat_columns_propagate_nan(device, op, dtype, make_input, check):
     """A NaN in a whole chunk and one in the last, ragged chunk reach their own columns alone."""

@@ -419,21 +419,23 @@ C10_ALWAYS_INLINE void fold_column_tile(const scalar_t* x, int64_t rows, int64_t
     } else {
       widen_vector<isa, kTile>(x + r * row_stride, wide);
     }
-    for (int j = 0; j < kTile; ++j) column[j] = op.combine(column[j], wide[j]);
+    if constexpr (kSelects<Op>) {
+      // A loop, not unrolled: unrolled, gcc 12 did not vectorise amax's and
+      // amin's select (two AVX-512 cores, dev builds, not committed, us,
+      // two runs each, unrolled -> loop: float16 amax over dim 0 of
+      // (4000, 24) 39.7, 38.1 -> 13.1, 15.7, over dim 1 of (64, 300, 40)
+      // 242, 288 -> 76, 80; bfloat16, from the column loop below: amin over
+      // dim 0 of (1000, 13) 10.3, 8.8 -> 4.5, 4.7, amax of (4000, 24)
+      // 20.1, 27.5 -> 13.3, 14.7, of (1000, 507) 34.0, 39.5 -> 38.6, 40.5).
+      // Sums vectorise either way.
+#pragma GCC unroll 1
+      for (int j = 0; j < kTile; ++j) column[j] = op.combine(column[j], wide[j]);
+    } else {
+      for (int j = 0; j < kTile; ++j) column[j] = op.combine(column[j], wide[j]);
+    }
   }
   for (int j = 0; j < n; ++j) acc[j] = column[j];
 }
-
-// Whether fold_columns folds tiles of columns (below): where widen_vector
-// converts several elements with one instruction, but for bfloat16's amax
-// and amin, whose select gcc 12 does not vectorise in a tile, where the loop
-// over columns vectorises both it and bfloat16's conversion (two AVX-512
-// cores, dev builds, not committed: bfloat16 amax over dim 0 of (4000, 24)
-// 18.9 us, 38.6 in tiles). Half's conversion vectorises nowhere else, so its
-// amax and amin take tiles too.
-template <typename scalar_t, VectorIsa isa, typename Op>
-constexpr bool kColumnTiles =
-    kWidenVector<scalar_t, isa> > 1 && !(std::is_same_v<scalar_t, at::BFloat16> && kSelects<Op>);
 
 // acc[c] = column c (c < width) of `rows` rows that start `row_stride`
 // elements apart, folded top to bottom; the loop over columns vectorises.
@@ -441,7 +443,7 @@ constexpr bool kColumnTiles =
 // reload after every row.
 //
 // Where widen_vector converts several elements with one instruction (half
-// with F16C, bfloat16; kColumnTiles), the columns go in tiles of four such
+// with F16C, bfloat16), the columns go in tiles of four such
 // vectors, then of one (the last one a part of a vector), each folded down
 // all the rows in registers: the compiler vectorises these explicit
 // conversions in a loop of fixed length, as in fold_run, but not in the loop
@@ -459,7 +461,7 @@ template <typename scalar_t, typename acc_t, typename Isa, typename Op>
 void fold_columns(Isa, const scalar_t* x, int64_t rows, int64_t row_stride, int64_t width, acc_t* __restrict acc,
                   const Op& op) {
   int64_t first = 0;
-  if constexpr (constexpr int step = kWidenVector<scalar_t, Isa::value>; kColumnTiles<scalar_t, Isa::value, Op>) {
+  if constexpr (constexpr int step = kWidenVector<scalar_t, Isa::value>; step > 1) {
     for (; first + 4 * step <= width; first += 4 * step)
       fold_column_tile<4 * step, Isa::value>(x + first, rows, row_stride, 4 * step, acc + first, op);
     for (; first < width; first += step)
