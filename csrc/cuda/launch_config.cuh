@@ -38,12 +38,12 @@ constexpr int64_t kMaxBlocksPerSm = 32;
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 
-// Resident blocks per SM of a kernel, asked once per kernel signature:
-// instantiations that differ only in a template argument the signature does
-// not show share the first one's count (launch_split_rows asks the
-// contiguous kernel for both of its instantiations).
-template <typename Kernel>
-int resident_blocks(Kernel kernel, int threads) {
+// Resident blocks per SM of `kernel`, asked once per kernel. The kernel is
+// a template argument, not the type of one: the instantiations of a kernel
+// template that differ in a flag share a signature, and a count cached by
+// signature went to whichever of them asked first.
+template <auto kernel>
+int resident_blocks(int threads) {
   static const int blocks = [&] {
     int n = 0;
     C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, 0));

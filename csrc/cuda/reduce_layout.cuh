@@ -46,7 +46,7 @@ void launch_split_rows(const scalar_t* data, const ReduceLayout& layout, out_t* 
   // residency, whatever the gathered one's registers), and so is its order.
   const int64_t splits =
       layout.full ? full_reduction_splits(layout.reduce, sizeof(scalar_t),
-                                          resident_blocks(split_row_reduce_kernel<scalar_t, acc_t, out_t, Op, false>,
+                                          resident_blocks<split_row_reduce_kernel<scalar_t, acc_t, out_t, Op, false>>(
                                                           kSplitThreads))
                   : dim_reduction_splits(layout.reduce, sizeof(scalar_t));
   SplitRowArgs<scalar_t, acc_t, out_t> args{data, layout.reduce, layout.batch_stride, splits, out, nullptr, nullptr};
@@ -222,7 +222,7 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
   if (kernel == ColumnKernel::Block && short_chunks_fit(chunks, bytes, row_bytes) &&
       !block_tiles_keep_first_level(
           batch * ceil_div(args.items, kWarpSize) * ceil_div(chunks, kFoldLength),
-          sm_count() * resident_blocks(column_block_kernel<in_t, acc_t, out_t, Op>, kColumnThreads), item_bytes))
+          sm_count() * resident_blocks<column_block_kernel<in_t, acc_t, out_t, Op>>(kColumnThreads), item_bytes))
     kernel = ColumnKernel::Short;
   if (kernel == ColumnKernel::Tile) kernel = narrow_items_kernel(reduce, batch, args.items, item_bytes, later_pass);
   args.out = out.data;
@@ -247,7 +247,7 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
       args.row_lanes = tile_row_lanes(args.items);
       const int64_t item_groups = batch * ceil_div(args.items, args.row_lanes);
       tile = tile_mode(item_groups, args.row_lanes, chunks, later_pass,
-                       sm_count() * resident_blocks(column_tile_kernel<in_t, acc_t, out_t, Op>, kColumnThreads));
+                       sm_count() * resident_blocks<column_tile_kernel<in_t, acc_t, out_t, Op>>(kColumnThreads));
       if (tile == TileMode::Teams) {
         values_left = ceil_div(chunks, kFoldLength);
         blocks = ceil_div(item_groups * values_left, tile_teams(args.row_lanes));
@@ -362,6 +362,8 @@ std::optional<at::Tensor> launch_flat_columns(const in_t* data, const ReduceLayo
     const bool evict_first = evict_first_input(bytes, chunks * outputs * static_cast<int64_t>(sizeof(acc_t)));
     auto kernel = evict_first ? column_flat_kernel<true, in_t, acc_t, out_t, Op>
                               : column_flat_kernel<false, in_t, acc_t, out_t, Op>;
+    const int resident = evict_first ? resident_blocks<column_flat_kernel<true, in_t, acc_t, out_t, Op>>(kColumnThreads)
+                                     : resident_blocks<column_flat_kernel<false, in_t, acc_t, out_t, Op>>(kColumnThreads);
     // One wave of resident blocks, each taking step after step: a block's
     // loads for the next step are in flight while it combines one (with a
     // block per step, none were). H100 A/B of one build, a dev hook (not
@@ -372,7 +374,7 @@ std::optional<at::Tensor> launch_flat_columns(const in_t* data, const ReduceLayo
     // -> 20.1 (43.4); float32 4000000 x 3 24.0 -> 24.5 (25.0).
     const auto grid = static_cast<unsigned int>(std::min<int64_t>(
         ceil_div(layout.batch * chunks, per_block),
-        static_cast<int64_t>(sm_count()) * resident_blocks(kernel, kColumnThreads)));
+        static_cast<int64_t>(sm_count()) * resident));
     launch_pass(kernel, grid, threads, stream.stream(), /*early=*/true, args, static_cast<int>(first), op);
     return partials;
   }
