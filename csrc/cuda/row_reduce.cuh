@@ -4,14 +4,15 @@
 // 2 to 32 elements.
 //
 // Every lane keeps kRowSlots items in flight (twice that many for lanes of
-// more items) of one row, or kShortRowSlots items of several short rows
-// (rows_per_pass > 1: rows of at most kShortRowItems items a lane). A row's
-// order -- each lane folds its items in index order, then the fixed
-// butterfly across the group -- depends only on the row length, never on the
-// number of rows or the row's alignment (batch invariance). Rows of at most
-// kShortRowItems items a lane take either kernel, by the number of rows
-// (short_rows_per_pass); the one-row kernel folds their items in the same
-// order, with identities after them, which change no bits.
+// more items, but of 8-byte elements) of one row, or kShortRowSlots items of
+// several short rows (rows_per_pass > 1: rows of at most kShortRowItems
+// items a lane). A row's order -- each lane folds its items in index order,
+// then the fixed butterfly across the group -- depends only on the row
+// length, never on the number of rows or the row's alignment (batch
+// invariance). Rows of at most kShortRowItems items a lane take either
+// kernel, by the number of rows (short_rows_per_pass); the one-row kernel
+// folds their items in the same order, with identities after them, which
+// change no bits.
 #pragma once
 
 #include <type_traits>
@@ -81,6 +82,21 @@ constexpr bool row_kernel_shifts_items(bool vectorized, bool several_rows, bool 
   return sizeof(scalar_t) == 2 && !vectorized && !several_rows && !gathered;
 }
 
+// Lanes of more than kRowSlots items of one row load twice as many a step,
+// but for 8-byte elements: there ptxas (sm_90) kept the eight 16-byte loads
+// of a step in one or two register quads, each load issued after the
+// compares or adds of the one before (float64 amin: LDG, DSETP, ..., LDG),
+// where four a step stay in flight together. H100, one build, eight -> four
+// loads a step (a dev hook, not committed), us (torch): float64 amin over
+// dim 1 of (8, 982) 4.08 -> 2.80 (3.26), sum 3.32 -> 2.65 (3.10); of
+// (16384, 300) 15.81 -> 12.93 (12.60), of (100000, 1000) 282.7 -> 266.3
+// (267.1); int64 sums unchanged. Four a step for every type lost on small
+// rows of the others (bfloat16 sum of (8, 4096) 3.01 -> 3.51).
+template <typename scalar_t>
+constexpr bool row_kernel_loads_eight() {
+  return sizeof(scalar_t) < 8;
+}
+
 // An item is always kWidth consecutive elements (the last one may be short),
 // so the order of a row's operations never depends on its alignment.
 // kVectorized: every row starts 16-byte aligned and its length is a multiple
@@ -88,11 +104,12 @@ constexpr bool row_kernel_shifts_items(bool vectorized, bool several_rows, bool 
 // its elements are read one by one, or (row_kernel_shifts_items) the two
 // aligned vectors that hold it.
 // kLoads: the items a lane loads a step, of one row (kRowSlots, or twice
-// that for lanes of more items) or of several (kShortRowSlots, with
-// kSeveralRows: rows_per_pass > 1). A kernel for each, so that each gets the
-// registers it needs: the several rows' loads and slots cost the one-row
-// kernels their occupancy, and one kernel for both one-row lengths was 5-9%
-// slower on bfloat16 4096 x 4096 rows (H200: 6.33 -> 6.68-7.12 us).
+// that for lanes of more items: row_kernel_loads_eight) or of several
+// (kShortRowSlots, with kSeveralRows: rows_per_pass > 1). A kernel for
+// each, so that each gets the registers it needs: the several rows' loads
+// and slots cost the one-row kernels their occupancy, and one kernel for
+// both one-row lengths was 5-9% slower on bfloat16 4096 x 4096 rows (H200:
+// 6.33 -> 6.68-7.12 us).
 // kEvictFirst: the vectorized loads read evict-first (evict_first_input);
 // launched for one row a lane only (for several rows, evict-first loads
 // took that kernel from 8 to 48 bytes of spills: ptxas sm_90, as a run-time
