@@ -419,15 +419,20 @@ C10_ALWAYS_INLINE void fold_column_tile(const scalar_t* x, int64_t rows, int64_t
     } else {
       widen_vector<isa, kTile>(x + r * row_stride, wide);
     }
-    if constexpr (kSelects<Op>) {
-      // A loop, not unrolled: unrolled, gcc 12 did not vectorise amax's and
-      // amin's select (two AVX-512 cores, dev builds, not committed, us,
-      // two runs each, unrolled -> loop: float16 amax over dim 0 of
-      // (4000, 24) 39.7, 38.1 -> 13.1, 15.7, over dim 1 of (64, 300, 40)
-      // 242, 288 -> 76, 80; bfloat16, from the column loop below: amin over
-      // dim 0 of (1000, 13) 10.3, 8.8 -> 4.5, 4.7, amax of (4000, 24)
-      // 20.1, 27.5 -> 13.3, 14.7, of (1000, 507) 34.0, 39.5 -> 38.6, 40.5).
-      // Sums vectorise either way.
+    if constexpr (kSelects<Op> && kTile == kWidenVector<scalar_t, isa>) {
+      // A tile of one vector folds amax's and amin's select in a loop, not
+      // unrolled: unrolled, gcc 12 did not vectorise it (two AVX-512 cores,
+      // dev builds, not committed, us, two runs each, unrolled -> loop:
+      // float16 amax over dim 0 of (4000, 24) 39.7, 38.1 -> 13.1, 15.7,
+      // over dim 1 of (64, 300, 40) 242, 288 -> 76, 80; bfloat16, from the
+      // column loop below: amin over dim 0 of (1000, 13) 10.3, 8.8 -> 4.5,
+      // 4.7, amax of (4000, 24) 20.1, 27.5 -> 13.3, 14.7). Tiles of four
+      // vectors stay unrolled, which gcc does vectorise: as loops they were
+      // slower (the same machine, loop -> unrolled: float16 amax over (0, 1)
+      // of (4, 40, 1024) 25.2, 19.4 -> 14.4, 14.6, over dim 0 of
+      // (1000, 507) 36.1, 35.8 -> 28.9, 27.6; bfloat16 amax of (1000, 507)
+      // 36.1, 35.4 -> 26.4, 25.9; float16 amin of (2000, 256) 33.5, 33.0 ->
+      // 22.4, 22.9). Sums vectorise either way.
 #pragma GCC unroll 1
       for (int j = 0; j < kTile; ++j) column[j] = op.combine(column[j], wide[j]);
     } else {
