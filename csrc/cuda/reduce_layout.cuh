@@ -138,14 +138,11 @@ void launch_rows(const scalar_t* data, const ReduceLayout& layout, const Output<
     }
     launch(vectorized_loads, loads, std::false_type{}, std::false_type{});
   };
-  // Not instantiated where never launched (8-byte elements).
-  constexpr bool kEightLoads = row_kernel_loads_eight<scalar_t>();
   auto launch_mode = [&](auto vectorized_loads) {
     if (several_rows) {
       launch(vectorized_loads, std::integral_constant<int, kShortRowSlots>{}, std::true_type{}, std::false_type{});
-    } else if (kEightLoads && items_per_lane > kRowSlots &&
-               !row_kernel_shifts_items<scalar_t>(vectorized, false, gathered)) {
-      if constexpr (kEightLoads) launch_one_row(vectorized_loads, std::integral_constant<int, 2 * kRowSlots>{});
+    } else if (items_per_lane > kRowSlots && !row_kernel_shifts_items<scalar_t>(vectorized, false, gathered)) {
+      launch_one_row(vectorized_loads, std::integral_constant<int, row_kernel_long_row_loads<scalar_t>()>{});
     } else {
       launch_one_row(vectorized_loads, std::integral_constant<int, kRowSlots>{});
     }

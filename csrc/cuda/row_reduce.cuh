@@ -93,8 +93,8 @@ constexpr bool row_kernel_shifts_items(bool vectorized, bool several_rows, bool 
 // (267.1); int64 sums unchanged. Four a step for every type lost on small
 // rows of the others (bfloat16 sum of (8, 4096) 3.01 -> 3.51).
 template <typename scalar_t>
-constexpr bool row_kernel_loads_eight() {
-  return sizeof(scalar_t) < 8;
+constexpr int row_kernel_long_row_loads() {
+  return sizeof(scalar_t) < 8 ? 2 * kRowSlots : kRowSlots;
 }
 
 // An item is always kWidth consecutive elements (the last one may be short),
@@ -104,7 +104,7 @@ constexpr bool row_kernel_loads_eight() {
 // its elements are read one by one, or (row_kernel_shifts_items) the two
 // aligned vectors that hold it.
 // kLoads: the items a lane loads a step, of one row (kRowSlots, or twice
-// that for lanes of more items: row_kernel_loads_eight) or of several
+// that for lanes of more items: row_kernel_long_row_loads) or of several
 // (kShortRowSlots, with kSeveralRows: rows_per_pass > 1). A kernel for
 // each, so that each gets the registers it needs: the several rows' loads
 // and slots cost the one-row kernels their occupancy, and one kernel for
