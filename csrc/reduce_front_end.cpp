@@ -123,7 +123,7 @@ std::vector<Group> merge_runs(const at::Tensor& input, const std::vector<bool>& 
 
 // Matches the runs of the dims visited in `order` against the two layouts.
 std::optional<ReduceLayout> match_layout(const at::Tensor& input, const std::vector<bool>& reduced,
-                                         const std::vector<int64_t>& order) {
+                                         const std::vector<int64_t>& order, bool stage_partial) {
   const std::vector<Group> groups = merge_runs(input, reduced, order);
   const bool full = all_reduced(reduced);
   std::vector<Group> kept, red;
@@ -135,7 +135,9 @@ std::optional<ReduceLayout> match_layout(const at::Tensor& input, const std::vec
   // they are a slice: x[..., :1] of a reduction over a middle dim, or the last stage of a staged
   // reduction of y[:, :1] (kept dims all of size 1, whose contiguous partial has degenerate
   // strides). With a larger kept dim, the size-1 dim must have had stride 1 and the reduced run
-  // not (a slice of columns), so that a contiguous (n, l, 1) tensor stays rows.
+  // not (a slice of columns), so that a contiguous (n, l, 1) tensor stays rows; but in a later
+  // stage's partial (stage_partial), whose strides are degenerate too, it is the slice of a kept
+  // dim between two reduced runs (z[:, :, :1] of (b, m, k, n) over (1, 3)): columns all the same.
   int64_t last_reduced = -1;  // position in `order`
   for (size_t i = 0; i < order.size(); ++i)
     if (reduced[order[i]] && input.size(order[i]) > 1) last_reduced = static_cast<int64_t>(i);
@@ -148,7 +150,7 @@ std::optional<ReduceLayout> match_layout(const at::Tensor& input, const std::vec
   const bool kept_before_reduced = kept.empty() || (kept.size() == 1 && groups.back().reduced);
   const bool column_of_one =
       last_reduced >= 0 && kept_after && kept_before_reduced &&
-      (kept.empty() || (kept_after_unit_stride && r.stride > 1));
+      (kept.empty() || stage_partial || (kept_after_unit_stride && r.stride > 1));
 
   // Inner: the reduced elements of each output are contiguous.
   if (r.stride == 1 && kept.size() <= 1 && !column_of_one) {
@@ -214,9 +216,9 @@ std::vector<int64_t> keepdim_shape(const at::Tensor& input, const std::vector<bo
 
 }  // namespace
 
-std::optional<ReduceLayout> plan_layout(const at::Tensor& input,
-                                        const std::vector<bool>& reduced) {
-  if (auto layout = match_layout(input, reduced, dims_in_order(input))) return layout;
+std::optional<ReduceLayout> plan_layout(const at::Tensor& input, const std::vector<bool>& reduced,
+                                        bool stage_partial) {
+  if (auto layout = match_layout(input, reduced, dims_in_order(input), stage_partial)) return layout;
   // The reduced elements of an output may be taken in any order, but the kept
   // dims' order is the output's. So where the dims in memory order keep the
   // kept dims in theirs, they are tried too: a transposed or permuted tensor
@@ -227,7 +229,7 @@ std::optional<ReduceLayout> plan_layout(const at::Tensor& input,
   for (const int64_t d : order)
     if (!reduced[d] && input.size(d) != 1) kept_in_memory_order.push_back(d);
   if (!std::is_sorted(kept_in_memory_order.begin(), kept_in_memory_order.end())) return std::nullopt;
-  return match_layout(input, reduced, order);
+  return match_layout(input, reduced, order, stage_partial);
 }
 
 namespace {
@@ -429,7 +431,7 @@ std::optional<at::Tensor> reduce_in_place(ReduceKind kind, const at::Tensor& inp
   at::Tensor partial = input;
   for (size_t i = 0; i < stages->size(); ++i) {
     const std::vector<bool>& stage = (*stages)[i];
-    auto layout = plan_layout(partial, stage);
+    auto layout = plan_layout(partial, stage, /*stage_partial=*/i > 0);
     if (!layout && partial.is_same(input)) {
       // A slice whose kept dims do not merge takes the same stages on a
       // contiguous copy; the stages after the first read contiguous

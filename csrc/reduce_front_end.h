@@ -112,8 +112,9 @@ void reduce_through_dense(at::Tensor& out, ReduceDense&& reduce_dense) {
 
 // Merges adjacent dims of `input` (sizes of 1 dropped) and matches the
 // result against the two layouts; std::nullopt when neither fits.
-std::optional<ReduceLayout> plan_layout(const at::Tensor& input,
-                                        const std::vector<bool>& reduced);
+// stage_partial: `input` is the contiguous partial of an earlier stage.
+std::optional<ReduceLayout> plan_layout(const at::Tensor& input, const std::vector<bool>& reduced,
+                                        bool stage_partial = false);
 
 // The ops' bodies. `name` is used in error messages ("sum", "amax", ...).
 // `algorithm` is only meaningful for sum (nullopt: the process-wide

@@ -288,7 +288,8 @@ STAGED_OPS = [("sum", torch.float32), ("sum", torch.bfloat16), ("sum", torch.int
 def test_reduced_dims_in_several_runs_are_batch_invariant(device, op, dtype, make_input, bitwise_equal):
     """A slice of a kept dim gives the same bits as the same outputs of the whole: channels of
     batch-norm statistics over (0, 2, 3) and rows of dims (0, 2) of a 3-D tensor (slices that
-    take their stages on a copy), and the first of dims (1, 3) of a 4-D tensor (read in place)."""
+    take their stages on a copy), the first of dims (1, 3) of a 4-D tensor (read in place), and
+    kept dims before and between two reduced runs, the one between cut to width 1 too."""
     reduce = getattr(torch_reduce, op)
     z = make_input((12, 9, 10, 120), dtype, device)
     full = reduce(z, (1, 3))
@@ -306,6 +307,12 @@ def test_reduced_dims_in_several_runs_are_batch_invariant(device, op, dtype, mak
     full = reduce(w, (1, 2))
     for k in (1, 5, 11):
         bitwise_equal(reduce(w[:k], (1, 2)), full[:k], f"first {k} of a slice's inner dims")
+    # Kept dims before and between two reduced runs, cut (the reduced dims kept, so that a cut
+    # applies to both): the inner run first, as the larger.
+    v = make_input((6, 90, 10, 120), dtype, device)
+    full = reduce(v, (1, 3), keepdim=True)
+    for i, cut in enumerate([lambda t: t[:1], lambda t: t[:4], lambda t: t[:, :, :1], lambda t: t[:, :, 1:2]]):
+        bitwise_equal(reduce(cut(v), (1, 3), keepdim=True), cut(full), f"slice {i} of the kept dims")
 
 
 # The order of stages, pinned where the accumulator is the input's dtype: (view of a fresh input,
