@@ -308,19 +308,30 @@ def test_reduced_dims_in_several_runs_are_batch_invariant(device, op, dtype, mak
     for k in (1, 5, 11):
         bitwise_equal(reduce(w[:k], (1, 2)), full[:k], f"first {k} of a slice's inner dims")
     # Kept dims before and between two reduced runs, cut (the reduced dims kept, so that a cut
-    # applies to both): the inner run first, as the larger.
-    v = make_input((6, 90, 10, 120), dtype, device)
-    full = reduce(v, (1, 3), keepdim=True)
-    for i, cut in enumerate([lambda t: t[:1], lambda t: t[:4], lambda t: t[:, :, :1], lambda t: t[:, :, 1:2]]):
-        bitwise_equal(reduce(cut(v), (1, 3), keepdim=True), cut(full), f"slice {i} of the kept dims")
+    # applies to both): the inner run first as the larger, and (on a GPU) as a slice's rows.
+    for shape, view in [((6, 90, 10, 120), lambda t: t), ((10, 100, 3, 65), lambda t: t[..., :-1])]:
+        v = view(make_input(shape, dtype, device))
+        full = reduce(v, (1, 3), keepdim=True)
+        for i, cut in enumerate([lambda t: t[:1], lambda t: t[:4], lambda t: t[:, :, :1], lambda t: t[:, :, 1:2]]):
+            bitwise_equal(reduce(cut(v), (1, 3), keepdim=True), cut(full), f"{shape}: slice {i} of the kept dims")
+
+
+def _both(stages):
+    return {"cpu": stages, "cuda": stages}
 
 
 # The order of stages, pinned where the accumulator is the input's dtype: (view of a fresh input,
-# its shape, dims, the stages' dims in turn). The larger run first, of equal ones the inner.
+# its shape, dims, the stages' dims in turn on the CPU and on a GPU). The larger run first, of
+# equal ones the inner; on a GPU, a slice's innermost run first where it makes rows of 128 bytes
+# or more and the larger run is more than 64 long (plan_stages).
 STAGE_ORDERS = {
-    "larger run first": (lambda x: x, (300, 20, 40), (0, 2), ((0,), (1,))),
-    "the larger of a slice's inner dims first": (lambda x: x[..., :-1], (6, 300, 41), (1, 2), ((1,), (1,))),
-    "of equal runs, the inner first": (lambda x: x[..., :-1], (6, 40, 41), (1, 2), ((2,), (1,))),
+    "larger run first": (lambda x: x, (300, 20, 40), (0, 2), _both(((0,), (1,)))),
+    "the larger of a slice's inner dims first": (lambda x: x[..., :-1], (6, 300, 21), (1, 2), _both(((1,), (1,)))),
+    "a slice's inner rows of a line first on a GPU": (lambda x: x[..., :-1], (6, 300, 41), (1, 2),
+                                                      {"cpu": ((1,), (1,)), "cuda": ((2,), (1,))}),
+    "a slice's inner rows after a short larger run": (lambda x: x[..., :-1], (6, 60, 41), (1, 2),
+                                                      _both(((1,), (1,)))),
+    "of equal runs, the inner first": (lambda x: x[..., :-1], (6, 40, 41), (1, 2), _both(((2,), (1,)))),
 }
 
 
@@ -328,7 +339,8 @@ STAGE_ORDERS = {
 def test_stages_take_their_runs_in_order(device, case, make_input, bitwise_equal):
     """A float32 sum in stages gives the bits of the same stages taken one call at a time, each
     stage a contiguous partial."""
-    view, shape, dims, stages = STAGE_ORDERS[case]
+    view, shape, dims, stages_on = STAGE_ORDERS[case]
+    stages = stages_on[torch.device(device).type]
     x = view(make_input(shape, torch.float32, device))
     partial = x
     for stage in stages:
