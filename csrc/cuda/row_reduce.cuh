@@ -128,7 +128,9 @@ __global__ void __launch_bounds__(
   const Output<out_t> out{args.out, out_index};
   const int group = args.group;
   const int lane = threadIdx.x % group;
-  const int64_t items = (args.row_length + kWidth - 1) / kWidth;
+  // Rows here are shorter than kSplitRowBytes, so their items' indices fit an
+  // int: the one-row loop counts its items in 32 bits (below).
+  const int items = static_cast<int>((args.row_length + kWidth - 1) / kWidth);
   // args.rows_per_pass (1 for the one-row kernels), bounded here by what the
   // items allow: read alone, it cost the float32 several-rows kernel 3
   // registers and an 8-byte spill, and the constant 1 cost the bfloat16
@@ -148,7 +150,7 @@ __global__ void __launch_bounds__(
   // it, or its elements one by one.
   using Loaded = std::conditional_t<kVectorized, Vector<scalar_t>,
                                     std::conditional_t<kShifted, UnalignedItem<scalar_t>, Elements<scalar_t>>>;
-  auto load_item = [&](int64_t row, int64_t item) -> Loaded {
+  auto load_item = [&](int64_t row, auto item) -> Loaded {
     if constexpr (kGathered) {
       return load_gathered(args.data + strided_offset(static_cast<uint32_t>(row), gather.rows), item * kWidth,
                            args.row_length, gather);
@@ -186,11 +188,18 @@ __global__ void __launch_bounds__(
       // folds them after; an item past the row's end loads item 0 again and
       // is dropped. With loads under a predicate, folded as they came, ptxas
       // kept one bfloat16 load in flight at a time (sm_90 SASS of 5163c86).
-      for (int64_t base = 0; first < args.rows && base < items; base += kLoads * group) {
+      // Items counted in 32 bits rather than 64: fewer integer operations
+      // around the loads (sm_90 SASS, float32 sum of eight loads a step
+      // 424 -> 360 instructions, bfloat16 600 -> 520). H100 A/B of one build,
+      // a dev hook (not committed), 134 row reductions: median 0.983 of the
+      // time, float32 amin of (65536, 1023) 120.9 -> 105.3 us, bfloat16 sum
+      // of (8192, 1100) 11.09 -> 10.31, float16 amin of (8, 4096) 2.93 ->
+      // 2.74; four lost 3-8% (float32 sum of (2048, 2048) 4.18 -> 4.53).
+      for (int base = 0; first < args.rows && base < items; base += kLoads * group) {
         Loaded loaded[kLoads];
 #pragma unroll
         for (int u = 0; u < kLoads; ++u) {
-          const int64_t item = base + u * group + lane;
+          const int item = base + u * group + lane;
           loaded[u] = load_item(first, item < items ? item : 0);
           // Items read element by element or as two vectors were otherwise
           // folded item by item, each waiting for its loads (sm_90 SASS).
