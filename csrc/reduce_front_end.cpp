@@ -122,8 +122,9 @@ std::vector<Group> merge_runs(const at::Tensor& input, const std::vector<bool>& 
 }
 
 // Matches the runs of the dims visited in `order` against the two layouts.
+// `view`: the tensor whose strides `input` stands for (see plan_layout).
 std::optional<ReduceLayout> match_layout(const at::Tensor& input, const std::vector<bool>& reduced,
-                                         const std::vector<int64_t>& order, bool stage_partial) {
+                                         const std::vector<int64_t>& order, const at::Tensor& view) {
   const std::vector<Group> groups = merge_runs(input, reduced, order);
   const bool full = all_reduced(reduced);
   std::vector<Group> kept, red;
@@ -132,25 +133,29 @@ std::optional<ReduceLayout> match_layout(const at::Tensor& input, const std::vec
   const Group r = red.empty() ? Group{1, 1, true} : red[0];
   // Columns of width one: a kept dim of size 1 comes after the reduced run in `order`, and every
   // larger kept dim before it. They must be summed in the order of the wider columns of which
-  // they are a slice: x[..., :1] of a reduction over a middle dim, or the last stage of a staged
-  // reduction of y[:, :1] (kept dims all of size 1, whose contiguous partial has degenerate
-  // strides). With a larger kept dim, the size-1 dim must have had stride 1 and the reduced run
-  // not (a slice of columns), so that a contiguous (n, l, 1) tensor stays rows; but in a later
-  // stage's partial (stage_partial), whose strides are degenerate too, it is the slice of a kept
-  // dim between two reduced runs (z[:, :, :1] of (b, m, k, n) over (1, 3)): columns all the same.
+  // they are a slice: x[..., :1] of a reduction over a middle dim, x[:, ::3][:, :1] over dim 0,
+  // the last stage of z[:, :, :1] of (b, m, k, n) over (1, 3). Told by the view's strides (s of
+  // the size-1 dim, t of the run's innermost dim): within a strided run (s < t, t > 1), or
+  // contiguous next to an expanded run (t = 0, s = 1); and, where every kept dim has size 1,
+  // anywhere inside the run's extent, so that a contiguous copy of x[:, :1] reads as x does.
+  // Else the whole's kept dim lies outside the run, or is expanded, and the whole reads rows:
+  // a contiguous (n, l, 1) tensor, a transposed tensor's x.t()[:, :1].
   int64_t last_reduced = -1;  // position in `order`
   for (size_t i = 0; i < order.size(); ++i)
     if (reduced[order[i]] && input.size(order[i]) > 1) last_reduced = static_cast<int64_t>(i);
-  bool kept_after = false, kept_after_unit_stride = false;
-  for (size_t i = last_reduced + 1; i < order.size(); ++i) {
-    if (reduced[order[i]]) continue;
-    kept_after = true;
-    kept_after_unit_stride = kept_after_unit_stride || input.stride(order[i]) == 1;
+  bool kept_after_inside = false;
+  if (last_reduced >= 0) {
+    const int64_t t = view.stride(r.dims.back());
+    for (size_t i = last_reduced + 1; i < order.size(); ++i) {
+      const int64_t d = order[i];
+      if (reduced[d] || input.size(d) != 1) continue;
+      const int64_t s = view.stride(d);
+      kept_after_inside = kept_after_inside || (t > 1 && s < t) || (t == 0 && s == 1) ||
+                          (kept.empty() && s > 0 && s < t * r.size);
+    }
   }
   const bool kept_before_reduced = kept.empty() || (kept.size() == 1 && groups.back().reduced);
-  const bool column_of_one =
-      last_reduced >= 0 && kept_after && kept_before_reduced &&
-      (kept.empty() || stage_partial || (kept_after_unit_stride && r.stride > 1));
+  const bool column_of_one = kept_after_inside && kept_before_reduced;
 
   // Inner: the reduced elements of each output are contiguous.
   if (r.stride == 1 && kept.size() <= 1 && !column_of_one) {
@@ -217,8 +222,10 @@ std::vector<int64_t> keepdim_shape(const at::Tensor& input, const std::vector<bo
 }  // namespace
 
 std::optional<ReduceLayout> plan_layout(const at::Tensor& input, const std::vector<bool>& reduced,
-                                        bool stage_partial) {
-  if (auto layout = match_layout(input, reduced, dims_in_order(input), stage_partial)) return layout;
+                                        const at::Tensor* made_from) {
+  const at::Tensor& view = made_from != nullptr ? *made_from : input;
+  TORCH_INTERNAL_ASSERT(view.dim() == input.dim());
+  if (auto layout = match_layout(input, reduced, dims_in_order(input), view)) return layout;
   // The reduced elements of an output may be taken in any order, but the kept
   // dims' order is the output's. So where the dims in memory order keep the
   // kept dims in theirs, they are tried too: a transposed or permuted tensor
@@ -229,7 +236,7 @@ std::optional<ReduceLayout> plan_layout(const at::Tensor& input, const std::vect
   for (const int64_t d : order)
     if (!reduced[d] && input.size(d) != 1) kept_in_memory_order.push_back(d);
   if (!std::is_sorted(kept_in_memory_order.begin(), kept_in_memory_order.end())) return std::nullopt;
-  return match_layout(input, reduced, order, stage_partial);
+  return match_layout(input, reduced, order, view);
 }
 
 namespace {
@@ -460,13 +467,13 @@ std::optional<at::Tensor> reduce_in_place(ReduceKind kind, const at::Tensor& inp
   at::Tensor partial = input;
   for (size_t i = 0; i < stages->size(); ++i) {
     const std::vector<bool>& stage = (*stages)[i];
-    auto layout = plan_layout(partial, stage, /*stage_partial=*/i > 0);
+    auto layout = plan_layout(partial, stage, &input);
     if (!layout && partial.is_same(input)) {
       // A slice whose kept dims do not merge takes the same stages on a
       // contiguous copy; the stages after the first read contiguous
       // partials, which always fit.
       partial = partial.contiguous();
-      layout = plan_layout(partial, stage);
+      layout = plan_layout(partial, stage, &input);
     }
     TORCH_INTERNAL_ASSERT(layout.has_value());
     const bool last = i + 1 == stages->size();
@@ -516,7 +523,7 @@ at::Tensor reduce_dims(ReduceKind kind, const at::Tensor& input, const std::vect
   // The layout is planned on a meta tensor of the copy's shape first, so that
   // the input is copied only once.
   const at::Tensor dense_shape = at::empty(in_memory_order.sizes(), input.options().device(at::kMeta));
-  const auto dense_layout = plan_layout(dense_shape, memory_reduced);
+  const auto dense_layout = plan_layout(dense_shape, memory_reduced, &in_memory_order);
   // Where the copy would be rows, the CUDA kernels read them in place
   // instead (Gather), in the copy's order: one kernel where the copy took
   // two. Columns are still copied, so that a slice reads as the whole does.
@@ -531,7 +538,7 @@ at::Tensor reduce_dims(ReduceKind kind, const at::Tensor& input, const std::vect
   }
   if (dense_layout) {
     const at::Tensor dense = in_memory_order.contiguous();
-    const auto layout = plan_layout(dense, memory_reduced);
+    const auto layout = plan_layout(dense, memory_reduced, &in_memory_order);
     TORCH_INTERNAL_ASSERT(layout.has_value());
     return reduce_into_result(dense, *layout);
   }

@@ -112,9 +112,11 @@ void reduce_through_dense(at::Tensor& out, ReduceDense&& reduce_dense) {
 
 // Merges adjacent dims of `input` (sizes of 1 dropped) and matches the
 // result against the two layouts; std::nullopt when neither fits.
-// stage_partial: `input` is the contiguous partial of an earlier stage.
+// made_from: the view that `input` was made contiguous from here (a copy,
+// or the partial of an earlier stage: the same dims), whose strides tell
+// where a kept dim of size 1 lay (match_layout); nullptr: `input` itself.
 std::optional<ReduceLayout> plan_layout(const at::Tensor& input, const std::vector<bool>& reduced,
-                                        bool stage_partial = false);
+                                        const at::Tensor* made_from = nullptr);
 
 // The ops' bodies. `name` is used in error messages ("sum", "amax", ...).
 // `algorithm` is only meaningful for sum (nullopt: the process-wide
