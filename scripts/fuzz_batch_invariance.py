@@ -32,16 +32,16 @@ def draw_view(rng: random.Random, device: str) -> tuple:
     while math.prod(shape) > MAX_ELEMENTS:
         shape = [max(1, s // 2) for s in shape]
     kind = rng.choice(["plain", "permuted", "strided", "expanded"])
+    d = rng.randrange(ndim)
+    if kind == "strided":
+        wide = torch.randn([s * (2 if i == d else 1) for i, s in enumerate(shape)], device=device)
+        return kind, wide[tuple(slice(None, None, 2) if i == d else slice(None) for i in range(ndim))]
     padded = [s + rng.choice([0, 0, 1, 3]) for s in shape]
     x = torch.randn(padded, device=device)[tuple(slice(0, s) for s in shape)]
-    d = rng.randrange(ndim)
     if kind == "permuted":
         order = list(range(ndim))
         rng.shuffle(order)
         x = x.permute(order)
-    elif kind == "strided":
-        wide = torch.randn([s * (2 if i == d else 1) for i, s in enumerate(shape)], device=device)
-        x = wide[tuple(slice(None, None, 2) if i == d else slice(None) for i in range(ndim))]
     elif kind == "expanded":
         x = x.narrow(d, 0, 1).expand(x.shape)
     return kind, x

@@ -569,8 +569,8 @@ KEPT_SLICES = {
     "transposed": ((300, 9), lambda t: t.t(), 1, [lambda y: y[:1], lambda y: y[3:4], lambda y: y[:5]]),
     "permuted": ((25, 7, 175, 44), lambda t: t.permute(3, 1, 2, 0), 1,
                  [lambda y: y[:1], lambda y: y[:, :, :1], lambda y: y[..., 2:3], lambda y: y[:5, :, :7]]),
-    # A kept dim of width 1 that is not a slice of columns (a transposed tensor's rows), and
-    # columns of a strided inner dim, over an expanded dim, of an expanded dim.
+    # Kept dims of width 1 that are not slices of columns (a transposed tensor's rows, rows over
+    # an expanded kept dim) and ones that are (of a strided inner dim, over an expanded dim).
     "transposed rows": ((8, 64), lambda t: t.t(), 0, [lambda y: y[:, :1], lambda y: y[:, 5:6], lambda y: y[:, 2:5]]),
     "strided inner dim": ((31, 3, 65, 26), lambda t: t[..., ::2], 2,
                           [lambda y: y[..., 11:12], lambda y: y[..., :1], lambda y: y[:2]]),
