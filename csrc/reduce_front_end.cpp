@@ -102,14 +102,28 @@ struct Group {
 
 // Merges the dims, visited in `order`, into runs: adjacent dims of the same
 // kind whose memory is contiguous with respect to each other, sizes of 1
-// dropped.
+// dropped. But a kept dim of size 1 between two reduced dims keeps them
+// apart where `view` (the tensor whose strides `input` stands for, see
+// plan_layout) shows it cut from a wider dim: it steps over the inner
+// reduced dim (or a slice of it), and the outer one over more. The wider
+// tensor's reduced dims form two runs there; a dense copy of the cut would
+// make them one, and read columns where the whole reads rows (batch
+// invariance: (4, 7, 16, 8)[:, 6:7] over (0, 2) on the GPU).
 std::vector<Group> merge_runs(const at::Tensor& input, const std::vector<bool>& reduced,
-                              const std::vector<int64_t>& order) {
+                              const std::vector<int64_t>& order, const at::Tensor& view) {
   std::vector<Group> groups;
+  int64_t cut_stride = -1;  // the view's stride of a cut kept dim since the last group's last dim
   for (const int64_t d : order) {
     const int64_t size = input.size(d), stride = input.stride(d);
-    if (size == 1) continue;
-    if (!groups.empty() && groups.back().reduced == reduced[d] &&
+    if (size == 1) {
+      if (!reduced[d] && !groups.empty() && groups.back().reduced &&
+          view.stride(groups.back().dims.back()) > view.stride(d))
+        cut_stride = view.stride(d);
+      continue;
+    }
+    const bool cut_between = reduced[d] && view.stride(d) * size <= cut_stride;
+    cut_stride = -1;
+    if (!groups.empty() && groups.back().reduced == reduced[d] && !cut_between &&
         groups.back().stride == stride * size) {
       groups.back().size *= size;
       groups.back().stride = stride;
@@ -125,7 +139,7 @@ std::vector<Group> merge_runs(const at::Tensor& input, const std::vector<bool>& 
 // `view`: the tensor whose strides `input` stands for (see plan_layout).
 std::optional<ReduceLayout> match_layout(const at::Tensor& input, const std::vector<bool>& reduced,
                                          const std::vector<int64_t>& order, const at::Tensor& view) {
-  const std::vector<Group> groups = merge_runs(input, reduced, order);
+  const std::vector<Group> groups = merge_runs(input, reduced, order, view);
   const bool full = all_reduced(reduced);
   std::vector<Group> kept, red;
   for (const auto& g : groups) (g.reduced ? red : kept).push_back(g);
@@ -300,7 +314,7 @@ bool copies_short_runs(const ReduceLayout& layout, int64_t element_size) {
 // place through their strides: `input`'s dims are in memory order. nullopt
 // where runs_of refuses them, and for the copies above.
 std::optional<ReduceLayout> plan_gather(const at::Tensor& input, const std::vector<bool>& reduced) {
-  const std::vector<Group> groups = merge_runs(input, reduced, dims_in_order(input));
+  const std::vector<Group> groups = merge_runs(input, reduced, dims_in_order(input), input);
   const auto batch_runs = runs_of(groups, false), reduce_runs = runs_of(groups, true);
   // No reduced run: dims of size 1 alone are reduced, and each row is one
   // element of the copy, which is then dense (the kernels index no empty run).
@@ -371,7 +385,7 @@ std::optional<std::vector<std::vector<bool>>> plan_stages(const at::Tensor& inpu
     if (outer >= 0 && input.stride(outer) < input.stride(d) * input.size(d)) return std::nullopt;
     outer = d;
   }
-  std::vector<Group> runs = merge_runs(input, reduced, dims_in_order(input));
+  std::vector<Group> runs = merge_runs(input, reduced, dims_in_order(input), input);
   runs.erase(std::remove_if(runs.begin(), runs.end(), [](const Group& g) { return !g.reduced; }), runs.end());
   if (runs.size() < 2) return std::nullopt;
   const Group inner = runs.back();  // runs come in dim order

@@ -289,7 +289,8 @@ def test_reduced_dims_in_several_runs_are_batch_invariant(device, op, dtype, mak
     """A slice of a kept dim gives the same bits as the same outputs of the whole: channels of
     batch-norm statistics over (0, 2, 3) and rows of dims (0, 2) of a 3-D tensor (slices that
     take their stages on a copy), the first of dims (1, 3) of a 4-D tensor (read in place), and
-    kept dims before and between two reduced runs, the one between cut to width 1 too."""
+    kept dims before and between two reduced runs, the one between cut to width 1 too, also in
+    inputs too small for stages."""
     reduce = getattr(torch_reduce, op)
     z = make_input((12, 9, 10, 120), dtype, device)
     full = reduce(z, (1, 3))
@@ -314,6 +315,14 @@ def test_reduced_dims_in_several_runs_are_batch_invariant(device, op, dtype, mak
         full = reduce(v, (1, 3), keepdim=True)
         for i, cut in enumerate([lambda t: t[:1], lambda t: t[:4], lambda t: t[:, :, :1], lambda t: t[:, :, 1:2]]):
             bitwise_equal(reduce(cut(v), (1, 3), keepdim=True), cut(full), f"{shape}: slice {i} of the kept dims")
+    # Too small for stages: the whole's rows are gathered (GPU) or copied; a cut to width 1 of the
+    # kept dim between the reduced runs must not merge them into columns in its copy.
+    for shape, view in [((4, 7, 16, 8), lambda t: t), ((4, 7, 16, 11), lambda t: t[..., :8]),
+                        ((4, 7, 17, 8), lambda t: t[:, :, :16])]:
+        v = view(make_input(shape, dtype, device))
+        full = reduce(v, (0, 2), keepdim=True)
+        for i, cut in enumerate([lambda t: t[:, 6:7], lambda t: t[:, :1], lambda t: t[:, 2:5], lambda t: t[..., :1]]):
+            bitwise_equal(reduce(cut(v), (0, 2), keepdim=True), cut(full), f"{shape}: small, slice {i}")
 
 
 def _both(stages):
