@@ -110,7 +110,8 @@ void reduce_through_dense(at::Tensor& out, ReduceDense&& reduce_dense) {
   out.copy_(dense);
 }
 
-// Merges adjacent dims of `input` (sizes of 1 dropped) and matches the
+// Merges adjacent dims of `input` (sizes of 1 dropped, but for a kept dim
+// cut to width 1 between two reduced dims: merge_runs) and matches the
 // result against the two layouts; std::nullopt when neither fits.
 // made_from: the view that `input` was made contiguous from here (a copy,
 // or the partial of an earlier stage: the same dims), whose strides tell

@@ -309,20 +309,22 @@ def test_reduced_dims_in_several_runs_are_batch_invariant(device, op, dtype, mak
     for k in (1, 5, 11):
         bitwise_equal(reduce(w[:k], (1, 2)), full[:k], f"first {k} of a slice's inner dims")
     # Kept dims before and between two reduced runs, cut (the reduced dims kept, so that a cut
-    # applies to both): the inner run first as the larger, and (on a GPU) as a slice's rows.
-    for shape, view in [((6, 90, 10, 120), lambda t: t), ((10, 100, 3, 65), lambda t: t[..., :-1])]:
+    # applies to both): the inner run first as the larger, and (on a GPU) as a slice's rows. And
+    # inputs too small for stages, whose rows are gathered (GPU) or copied: a cut to width 1 of the
+    # kept dim between the runs must not merge them into columns in its copy.
+    around = [lambda t: t[:1], lambda t: t[:4], lambda t: t[:, :, :1], lambda t: t[:, :, 1:2]]
+    between = [lambda t: t[:, 6:7], lambda t: t[:, :1], lambda t: t[:, 2:5], lambda t: t[..., :1]]
+    for shape, view, dims, cuts in [
+        ((6, 90, 10, 120), lambda t: t, (1, 3), around),
+        ((10, 100, 3, 65), lambda t: t[..., :-1], (1, 3), around),
+        ((4, 7, 16, 8), lambda t: t, (0, 2), between),
+        ((4, 7, 16, 11), lambda t: t[..., :8], (0, 2), between),
+        ((4, 7, 17, 8), lambda t: t[:, :, :16], (0, 2), between),
+    ]:
         v = view(make_input(shape, dtype, device))
-        full = reduce(v, (1, 3), keepdim=True)
-        for i, cut in enumerate([lambda t: t[:1], lambda t: t[:4], lambda t: t[:, :, :1], lambda t: t[:, :, 1:2]]):
-            bitwise_equal(reduce(cut(v), (1, 3), keepdim=True), cut(full), f"{shape}: slice {i} of the kept dims")
-    # Too small for stages: the whole's rows are gathered (GPU) or copied; a cut to width 1 of the
-    # kept dim between the reduced runs must not merge them into columns in its copy.
-    for shape, view in [((4, 7, 16, 8), lambda t: t), ((4, 7, 16, 11), lambda t: t[..., :8]),
-                        ((4, 7, 17, 8), lambda t: t[:, :, :16])]:
-        v = view(make_input(shape, dtype, device))
-        full = reduce(v, (0, 2), keepdim=True)
-        for i, cut in enumerate([lambda t: t[:, 6:7], lambda t: t[:, :1], lambda t: t[:, 2:5], lambda t: t[..., :1]]):
-            bitwise_equal(reduce(cut(v), (0, 2), keepdim=True), cut(full), f"{shape}: small, slice {i}")
+        full = reduce(v, dims, keepdim=True)
+        for i, cut in enumerate(cuts):
+            bitwise_equal(reduce(cut(v), dims, keepdim=True), cut(full), f"{shape}: slice {i} of the kept dims")
 
 
 def _both(stages):
