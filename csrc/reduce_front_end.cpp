@@ -145,15 +145,16 @@ std::optional<ReduceLayout> match_layout(const at::Tensor& input, const std::vec
   for (const auto& g : groups) (g.reduced ? red : kept).push_back(g);
   if (red.size() > 1 || kept.size() > 2) return std::nullopt;
   const Group r = red.empty() ? Group{1, 1, true} : red[0];
-  // Columns of width one: a kept dim of size 1 comes after the reduced run in `order`, and every
-  // larger kept dim before it. They must be summed in the order of the wider columns of which
-  // they are a slice: x[..., :1] of a reduction over a middle dim, x[:, ::3][:, :1] over dim 0,
-  // the last stage of z[:, :, :1] of (b, m, k, n) over (1, 3). Told by the view's strides (s of
-  // the size-1 dim, t of the run's innermost dim): within a strided run (s < t, t > 1), or
-  // contiguous next to an expanded run (t = 0, s = 1); and, where every kept dim has size 1,
-  // anywhere inside the run's extent, so that a contiguous copy of x[:, :1] reads as x does.
-  // Else the whole's kept dim lies outside the run, or is expanded, and the whole reads rows:
-  // a contiguous (n, l, 1) tensor, a transposed tensor's x.t()[:, :1].
+  // Columns of width one: a kept dim of size 1 comes after the reduced run in `order`, and at
+  // most one larger kept dim (the columns' batch), before the run or after it. They must be
+  // summed in the order of the wider columns of which they are a slice: x[..., :1] of a
+  // reduction over a middle dim or over dim 0, x[:, ::3][:, :1] over dim 0, x[..., :1] of a
+  // slice over an expanded dim 0, the last stage of z[:, :, :1] of (b, m, k, n) over (1, 3).
+  // Told by the view's strides (s of the size-1 dim, t of the run's innermost dim): within a
+  // strided run (s < t, t > 1), or contiguous next to an expanded run (t = 0, s = 1); and, where
+  // every kept dim has size 1, anywhere inside the run's extent, so that a contiguous copy of
+  // x[:, :1] reads as x does. Else the whole's kept dim lies outside the run, or is expanded,
+  // and the whole reads rows: a contiguous (n, l, 1) tensor, a transposed tensor's x.t()[:, :1].
   int64_t last_reduced = -1;  // position in `order`
   for (size_t i = 0; i < order.size(); ++i)
     if (reduced[order[i]] && input.size(order[i]) > 1) last_reduced = static_cast<int64_t>(i);
@@ -168,8 +169,7 @@ std::optional<ReduceLayout> match_layout(const at::Tensor& input, const std::vec
                           (kept.empty() && s > 0 && s < t * r.size);
     }
   }
-  const bool kept_before_reduced = kept.empty() || (kept.size() == 1 && groups.back().reduced);
-  const bool column_of_one = kept_after_inside && kept_before_reduced;
+  const bool column_of_one = kept_after_inside && kept.size() <= 1;
 
   // Inner: the reduced elements of each output are contiguous.
   if (r.stride == 1 && kept.size() <= 1 && !column_of_one) {
