@@ -328,6 +328,40 @@ std::optional<ReduceLayout> plan_gather(const at::Tensor& input, const std::vect
   return layout;
 }
 
+// Columns whose kept dims merge into neither layout (x[..., :k] of a
+// reduction over a middle dim of a 4-D tensor; reduce_front_end.h), read in
+// place where a column has at most kGatheredColumnMaxRows rows: one kernel
+// where the copy took two, reading the input once where the copy read it
+// twice and wrote it once. `dense` is the layout of the copy of `input` (in
+// memory order), whose columns these are, in its order. nullopt where the
+// reduced dims do not form one run or runs_of refuses the kept ones.
+//
+// A thread reads a column, eight rows a step (column_short_kernel's indexed
+// kernels). Longer columns lost to the copy in float32 sums of up to a few
+// thousand columns (a bfloat16 amax of 4000 gained up to 64 rows): H100 A/B
+// of one build, the bound as an environment variable (not committed), us,
+// copied -> gathered (torch): float32 sums over dim 1 of x[..., :2] of (b, r,
+// c, 3), r = 32: (2, 32, 64) 3.93 -> 2.88 (3.24), (8, 32, 250) 4.31 -> 2.95
+// (3.45); r = 40: 3.98 -> 5.08 (3.61), 4.38 -> 5.18 (3.82); r = 64: 4.06 ->
+// 6.08 (4.70), 4.68 -> 6.20 (4.97); float32 (20, 64, 9, 8)[..., ::2] 3.70 ->
+// 6.25 (4.90). Every case of 8 to 32 rows gained (bfloat16 amax of (16, 24,
+// 125, 3)[..., :2] 4.57 -> 2.96, torch 4.23), at every size
+// (benchmarks/probes/gathered_columns.py).
+constexpr int64_t kGatheredColumnMaxRows = 32;
+
+std::optional<ReduceLayout> plan_gathered_columns(const at::Tensor& input, const std::vector<bool>& reduced,
+                                                  const ReduceLayout& dense) {
+  if (dense.reduce > kGatheredColumnMaxRows) return std::nullopt;
+  const std::vector<Group> groups = merge_runs(input, reduced, dims_in_order(input), input);
+  const auto column_runs = runs_of(groups, false), reduce_runs = runs_of(groups, true);
+  if (!column_runs || !reduce_runs || reduce_runs->count != 1) return std::nullopt;
+  ReduceLayout layout = dense;
+  layout.batch_stride = 0;
+  layout.reduce_stride = reduce_runs->strides[0];
+  layout.column_runs = *column_runs;
+  return layout;
+}
+
 // Reduced dims that form several runs (dims (0, 2) of a 3-D tensor,
 // batch-norm statistics over (0, 2, 3), a full reduction of x[..., :-1])
 // fit neither layout. In a tensor whose dims are in memory order (a
@@ -365,9 +399,8 @@ constexpr int64_t kMinStagedFullCount = 1 << 20;
 constexpr int64_t kRowStageMinLength = 32;
 // A dim reduction's slice on the GPU (plan_stages): rows first where they are
 // a 128-byte line or more and the largest run more than one chunk of the
-// column kernels (kFoldLength, column_fold.cuh).
+// column kernels (kColumnChunkRows).
 constexpr int64_t kRowStageMinBytes = 128;
-constexpr int64_t kShortColumnStage = 64;
 
 // Returns the dims each stage reduces, or nullopt where there are fewer than
 // two runs, too few values an output, or the dims are not in memory order.
@@ -403,7 +436,7 @@ std::optional<std::vector<std::vector<bool>>> plan_stages(const at::Tensor& inpu
   // A dim reduction on the GPU does so too where the innermost run is cut
   // from the dim outside it (a slice, x[..., :k]: that dim's stride is not
   // the run's length) into rows of a 128-byte line or more, after a largest
-  // run of more than kShortColumnStage rows: the columns of the slice, taken
+  // run of more than kColumnChunkRows rows: the columns of the slice, taken
   // first, would be read an element at a time. H100 A/B of one build, a dev
   // hook (not committed), us, largest first -> rows first (torch): bfloat16
   // sum over (1, 2) of a (443, 699, 69) slice 57.6 -> 33.7 (45.4), float32
@@ -421,7 +454,7 @@ std::optional<std::vector<std::vector<bool>>> plan_stages(const at::Tensor& inpu
   // 543 -> 364 gained).
   const int64_t outside_inner = inner.dims.front() - 1;  // dims are in memory order here
   const bool sliced_inner = outside_inner >= 0 && input.stride(outside_inner) != inner.size;
-  const bool rows_of_a_slice_first = input.is_cuda() && sliced_inner && runs.front().size > kShortColumnStage &&
+  const bool rows_of_a_slice_first = input.is_cuda() && sliced_inner && runs.front().size > kColumnChunkRows &&
                                      inner.size * input.element_size() >= kRowStageMinBytes;
   if ((full || rows_of_a_slice_first) && inner.stride == 1 && inner.size >= kRowStageMinLength)
     std::stable_partition(runs.begin(), runs.end(), [&](const Group& g) { return g.dims == inner.dims; });
@@ -540,7 +573,9 @@ at::Tensor reduce_dims(ReduceKind kind, const at::Tensor& input, const std::vect
   const auto dense_layout = plan_layout(dense_shape, memory_reduced, &in_memory_order);
   // Where the copy would be rows, the CUDA kernels read them in place
   // instead (Gather), in the copy's order: one kernel where the copy took
-  // two. Columns are still copied, so that a slice reads as the whole does.
+  // two. Where it would be columns, they are read as columns, so that a slice
+  // reads as the whole does: small ones of one chunk in place
+  // (plan_gathered_columns), others from the copy.
   // The CPU has no such kernels: its copy below, kept dims first, writes the
   // result in its own order, where rows copied in memory order would be
   // reduced into a dense output and copied again (CPU sweep cases 53 and 98,
@@ -549,6 +584,10 @@ at::Tensor reduce_dims(ReduceKind kind, const at::Tensor& input, const std::vect
       (!dense_layout || dense_layout->kind == ReduceLayout::Inner)) {
     if (const auto gather = plan_gather(in_memory_order, memory_reduced))
       return reduce_into_result(in_memory_order, *gather);
+  }
+  if (algo == Algorithm::Default && input.is_cuda() && dense_layout && dense_layout->kind == ReduceLayout::Outer) {
+    if (const auto gathered = plan_gathered_columns(in_memory_order, memory_reduced, *dense_layout))
+      return reduce_into_result(in_memory_order, *gathered);
   }
   if (dense_layout) {
     const at::Tensor dense = in_memory_order.contiguous();

@@ -27,6 +27,11 @@ namespace torch_reduce {
 //  is strided.
 //    element (b, r, c) at data + b * batch_stride + r * reduce_stride + c;
 //    out[b * inner + c]
+//  Or, where `column_runs` has runs, gathered columns: kept dims that merge
+//  into neither, read in place where their copy would be columns of one
+//  chunk (kColumnChunkRows) or less (CUDA; plan_gathered_columns). Column i =
+//  b * inner + c then starts at data + offset(i, column_runs) (see Gather;
+//  batch_stride unused), and is folded as its copy's column would be.
 //
 //  Gather (rows read through strides): dims that merge into neither, whose
 //  copy would be rows. Output b's element r is at
@@ -59,6 +64,10 @@ inline int64_t small_gather_elements(int64_t element_size) {
   return element_size == 4 ? int64_t{1} << 18 : int64_t{1} << 20;
 }
 constexpr int64_t kSmallGatherMaxRowBytes = 16 * 1024;
+// Rows of one chunk of the CUDA column kernels (kFoldLength in
+// csrc/cuda/column_fold.cuh, which this host-only header does not include;
+// reduce_layout.cuh asserts that they agree).
+constexpr int64_t kColumnChunkRows = 64;
 // A load of the CUDA kernels (kVectorBytes in csrc/cuda/primitives.cuh): a
 // gathered item's elements.
 constexpr int64_t kKernelVectorBytes = 16;
@@ -81,6 +90,7 @@ struct ReduceLayout {
   bool full;
   Runs batch_runs = {};   // Gather only
   Runs reduce_runs = {};  // Gather only
+  Runs column_runs = {};  // Outer, gathered columns only
 };
 
 // A Gather layout of a dim reduction of fewer elements than

@@ -6,7 +6,7 @@ compute-sanitizer (memcheck, racecheck, synccheck, initcheck):
 Sizes are small (the tools are slow) but cover every path: single-block and
 split full reductions, misaligned heads and ragged tails, short and long rows
 (vectorized, scalar, and several to a load), gathered rows (staged in shared
-memory where small), the column kernels (short for
+memory where small) and columns, the column kernels (short for
 each rows-per-slot, chunk (also writing the output of columns of one chunk),
 tile teams, wide, block and flat) over several passes, permuted tensors (their
 output copied, or written through the permutation), all four ops, every ladder
@@ -84,12 +84,15 @@ for base, perm, dims in (((5, 7, 75, 44), (3, 1, 2, 0), (1,)), ((30, 12, 700), (
 # Rows read through their strides (gathered): several rows a lane, one row a lane, transposed, a
 # strided reduced dim in split rows, a small full reduction of a slice (one row, split kernel);
 # small inputs staged in shared memory (staged_rows_kernel): many rows a block, one row a block
-# staged in two rounds, the output written through a permutation.
+# staged in two rounds, the output written through a permutation. Columns read through their
+# strides (gathered columns), into a dense output and through a permutation.
 for base, view, dims in (((2, 180000, 3), lambda t: t, (0, 2)), ((5, 1200, 181), lambda t: t, (0, 2)),
                          ((18, 194), lambda t: t[:, 1:], None),
                          ((15, 23400, 3), lambda t: t.transpose(0, 2), (0, 2)), ((60, 40002), lambda t: t[:, ::2], (1,)),
                          ((3, 179, 44), lambda t: t, (0, 2)), ((3, 7, 701), lambda t: t, (0, 2)),
-                         ((6, 20, 5, 18), lambda t: t.permute(0, 3, 2, 1), (0, 2))):
+                         ((6, 20, 5, 18), lambda t: t.permute(0, 3, 2, 1), (0, 2)),
+                         ((30, 11, 58, 3), lambda t: t[..., :2], (1,)),
+                         ((30, 11, 58, 3), lambda t: t[..., :2].permute(0, 1, 3, 2), (1,))):
     for dtype in (torch.float32, torch.bfloat16):
         x = view(torch.randn(base, device=device).to(dtype))
         ours = torch_reduce.sum(x) if dims is None else torch_reduce.sum(x, dims)

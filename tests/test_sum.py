@@ -411,10 +411,24 @@ SMALL_GATHERED_CASES = {
     "between the bounds, reduced on both sides": (lambda x: x, (3, 30000, 4), (0, 2)),
 }
 
+# Columns whose kept dims merge into neither layout, of at most 32 rows: read in place on CUDA
+# (gathered columns), as in GATHERED_CASES. A slice of the innermost dim (small and of 2^20
+# elements), a strided innermost dim, kept dims out of memory order (the output written through
+# the permutation), an expanded kept dim, two reduced dims in one run.
+GATHERED_COLUMNS_CASES = {
+    "sliced inner dim": (lambda x: x[..., :2], (30, 11, 58, 3), (1,)),
+    "sliced inner dim, 2^20 elements": (lambda x: x[..., :2], (64, 16, 512, 3), (1,)),
+    "strided inner dim": (lambda x: x[..., ::2], (20, 32, 9, 8), (1,)),
+    "kept dims out of memory order": (lambda x: x[..., :2].permute(0, 1, 3, 2), (30, 11, 58, 3), (1,)),
+    "expanded kept dim": (lambda x: x[..., :2].expand(6, 11, 58, 2), (1, 11, 58, 3), (1,)),
+    "two reduced dims in one run": (lambda x: x[..., :2], (12, 4, 7, 40, 3), (1, 2)),
+}
+
 # The layouts that the kernels read without a copy of the input.
 IN_PLACE_CASES = {**{f"several runs, {k}": v for k, v in STAGED_CASES.items()},
                   **{f"kept dims out of order, {k}": v for k, v in PERMUTED_CASES.items()},
-                  **{f"gathered rows, {k}": v for k, v in {**GATHERED_CASES, **SMALL_GATHERED_CASES}.items()}}
+                  **{f"gathered rows, {k}": v for k, v in {**GATHERED_CASES, **SMALL_GATHERED_CASES}.items()},
+                  **{f"gathered columns, {k}": v for k, v in GATHERED_COLUMNS_CASES.items()}}
 
 
 @pytest.mark.parametrize("op,dtype", STAGED_OPS, ids=_id)
@@ -445,8 +459,8 @@ def test_reduced_without_copying_the_input_read_in_place(cuda_device, case, make
 # Gathered rows beside the copies they replace, and the cases still copied: small inputs of rows
 # of 16 KiB or more (float64 rows of 2100 above, all of 8200), small full reductions of runs
 # shorter than a vector, more runs than the kernels index (five reduced runs), reductions over
-# dims of size 1 alone. (Columns are copied too, so that a slice
-# whose kept dims no longer merge reads as the whole does: KEPT_SLICES.)
+# dims of size 1 alone. (Columns are read as columns, gathered or copied, so that a slice whose
+# kept dims no longer merge reads as the whole does: KEPT_SLICES.)
 ROWS_CASES = {**GATHERED_CASES, **SMALL_GATHERED_CASES,
               "small, rows of 16 KiB or more, copied": (lambda x: x[:, ::2], (30, 16400), (1,)),
               "full reduction of a strided tensor": (lambda x: x[::2], (2**21 + 6,), None),
@@ -489,6 +503,31 @@ def test_gathered_rows_give_the_bits_of_their_copy(device, case, op, dtype, make
         cut = x.narrow(kept, 1, x.size(kept) - 2)
         bitwise_equal(reduce(cut, dims), out.narrow(sum(d not in dims for d in range(kept)), 1, x.size(kept) - 2),
                       "a slice of a kept dim")
+
+
+# Gathered columns beside their copy, and the columns still copied: longer columns (33 rows), more
+# runs of kept dims than the kernels index (five).
+COLUMNS_CASES = {**GATHERED_COLUMNS_CASES,
+                 "33 rows, copied": (lambda x: x[..., :2], (30, 33, 58, 3), (1,)),
+                 "five kept runs, copied": (lambda x: x[:, :, :3, :3, :3, :3], (2, 11, 4, 4, 4, 4), (1,))}
+
+
+@pytest.mark.parametrize("op,dtype", STAGED_OPS, ids=_id)
+@pytest.mark.parametrize("case", list(COLUMNS_CASES), ids=_id)
+def test_gathered_columns_give_the_bits_of_their_copy(device, case, op, dtype, make_input, bitwise_equal, poison):
+    """Columns read in place through their strides give the bits of the same columns copied,
+    every output written (the allocator's blocks hold NaN beforehand), and a slice of a kept dim
+    gives the same bits as the same outputs of the whole (batch invariance)."""
+    view, shape, dims = COLUMNS_CASES[case]
+    x = view(make_input(shape, dtype, device))
+    reduce = getattr(torch_reduce, op)
+    poison(device, x.numel() * 8)
+    out = reduce(x, dims)
+    bitwise_equal(out, reduce(x.contiguous(), dims), "the copy's columns")
+    kept = next(d for d in range(x.dim()) if d not in dims and x.size(d) > 2)
+    cut = x.narrow(kept, 1, x.size(kept) - 2)
+    bitwise_equal(reduce(cut, dims), out.narrow(sum(d not in dims for d in range(kept)), 1, x.size(kept) - 2),
+                  "a slice of a kept dim")
 
 
 _FULL_SUM_CHILD = """
@@ -592,6 +631,9 @@ KEPT_SLICES = {
     "outer reduced dim": ((300, 12, 9), lambda t: t, 0, [lambda y: y[..., :1], lambda y: y[..., 4:5], lambda y: y[:, :3]]),
     "expanded outer reduced dim": ((1, 65, 4), lambda t: t[..., :3].expand(64, 65, 3), 0,
                                    [lambda y: y[..., :1], lambda y: y[..., 2:3], lambda y: y[:, 7:9]]),
+    # Kept dims that merge into neither layout (gathered columns on CUDA), cut in each.
+    "kept dims that do not merge": ((30, 11, 58, 3), lambda t: t[..., :2], 1,
+                                    [lambda y: y[..., :1], lambda y: y[:, :, 5:6], lambda y: y[:4], lambda y: y[:, :, 3:40]]),
 }
 
 

@@ -207,12 +207,14 @@ __device__ __forceinline__ int64_t unit_first_item(int64_t u, int64_t items) {
 // adjacent items, where column_tile_kernel's lanes read 64 bytes of eight
 // rows each. (One chunk keeps a loop of its own, with no chunk index to
 // divide out.) kEvictFirst: either reads evict-first (evict_first_input).
-// kPermutedOutput: one chunk a column, to a permuted view (output.cuh) of
-// args.out, in items of one column.
-template <int kRowsPerSlot, int kItems, int kSpread, bool kEvictFirst, bool kPermutedOutput, bool kMemoryOrder,
+// kIndexed: one chunk a column, in items of one column, written to the view
+// `out_index` (output.cuh) of args.out; gathered columns (a `column_index`
+// of one or more dims) start at args.data + strided_offset(b * args.columns
+// + c, column_index), dense ones where the layout says.
+template <int kRowsPerSlot, int kItems, int kSpread, bool kEvictFirst, bool kIndexed, bool kMemoryOrder,
           typename in_t, typename acc_t, typename out_t, typename Op>
 __device__ __forceinline__ void short_columns(const ColumnArgs<in_t, acc_t, out_t>& args, const Op& op,
-                                              const StridedIndex& out_index) {
+                                              const StridedIndex& out_index, const StridedIndex& column_index) {
   const Output<out_t> out{args.out, out_index};
   const int64_t step = static_cast<int64_t>(gridDim.x) * kColumnThreads;
   const int64_t first = blockIdx.x * static_cast<int64_t>(kColumnThreads) + threadIdx.x;
@@ -223,11 +225,14 @@ __device__ __forceinline__ void short_columns(const ColumnArgs<in_t, acc_t, out_
     for (int64_t w = first; w < work; w += step) {
       const int64_t item = unit_first_item<kSpread>(w % units, args.items);
       const int64_t b = w / units;
+      const int64_t column = b * args.columns + item * kItems;
+      const in_t* first_row = kIndexed && column_index.dims != 0
+                                  ? args.data + strided_offset(static_cast<uint32_t>(column), column_index)
+                                  : args.data + b * args.batch_stride + item * kItems;
       short_chunk<kRowsPerSlot, kItems, kSpread, kEvictFirst, kMemoryOrder, in_t, acc_t>(
-          args.data + b * args.batch_stride + item * kItems, args.reduce_stride, rows,
-          out.template at<kPermutedOutput>(b * args.columns + item * kItems), op);
+          first_row, args.reduce_stride, rows, out.template at<kIndexed>(column), op);
     }
-  } else if constexpr (kRowsPerSlot == kSlots && !kPermutedOutput) {
+  } else if constexpr (kRowsPerSlot == kSlots && !kIndexed) {
     const int64_t chunks = (args.reduce + kFoldLength - 1) / kFoldLength;
     const int64_t chunk_units = chunks * units;
     const int64_t work = args.batch * chunk_units;
@@ -258,7 +263,7 @@ inline int short_rows_per_slot(int64_t rows) {
 // amax 51-63 -> 134), and so did a pass of one narrow item a thread
 // (float16 mean column_short_kernel<4>: 64 registers, four blocks an SM; 38
 // in a kernel of its own).
-//   Wide: the other items, and all of a permuted output's (one column each).
+//   Wide: the other items, and all indexed ones (one column each).
 //   Narrow: one narrow item a thread, in slot order (reduce_short_chunk).
 //   NarrowByRows: one narrow item a thread, in memory order
 //     (reduce_narrow_chunk); where, narrow_chunk_by_rows says.
@@ -269,19 +274,20 @@ enum class ShortItems { Wide, Narrow, NarrowByRows, Spread };
 // A kernel for each number of rows per slot, so that each gets the registers
 // it needs rather than those of the longest chunks' pending subtrees, and
 // for each ShortItems.
-template <int kRowsPerSlot, bool kEvictFirst, bool kPermutedOutput, ShortItems kItemsRead, typename in_t,
+template <int kRowsPerSlot, bool kEvictFirst, bool kIndexed, ShortItems kItemsRead, typename in_t,
           typename acc_t, typename out_t, typename Op>
 __global__ void __launch_bounds__(kColumnThreads)
-    column_short_kernel(ColumnArgs<in_t, acc_t, out_t> args, Op op, StridedIndex out_index) {
-  static_assert(!kPermutedOutput || kItemsRead == ShortItems::Wide, "permuted outputs are written an item at a time");
+    column_short_kernel(ColumnArgs<in_t, acc_t, out_t> args, Op op, StridedIndex out_index,
+                        StridedIndex column_index) {
+  static_assert(!kIndexed || kItemsRead == ShortItems::Wide, "indexed columns are read an item at a time");
   start_pass();
-  with_width<kPermutedOutput ? 1 : column_width<in_t, acc_t>()>(args.width, [&](auto width) {
+  with_width<kIndexed ? 1 : column_width<in_t, acc_t>()>(args.width, [&](auto width) {
     constexpr int kItems = decltype(width)::value;
     constexpr bool kNarrow = short_spread<in_t, acc_t>(kItems) > 1;
     constexpr int kItemsAThread = kItemsRead == ShortItems::Spread ? short_spread<in_t, acc_t>(kItems) : 1;
-    if constexpr (kPermutedOutput || kNarrow == (kItemsRead != ShortItems::Wide))
-      short_columns<kRowsPerSlot, kItems, kItemsAThread, kEvictFirst, kPermutedOutput,
-                    kItemsRead == ShortItems::NarrowByRows>(args, op, out_index);
+    if constexpr (kIndexed || kNarrow == (kItemsRead != ShortItems::Wide))
+      short_columns<kRowsPerSlot, kItems, kItemsAThread, kEvictFirst, kIndexed,
+                    kItemsRead == ShortItems::NarrowByRows>(args, op, out_index, column_index);
   });
 }
 

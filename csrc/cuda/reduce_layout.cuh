@@ -6,6 +6,7 @@
 //                                    or column_tile_kernel, pass after pass
 //   rows read through strides     -> staged_rows_kernel (small inputs), or
 //                                    the row kernels' gathered instantiations
+//   columns read through strides  -> column_short_kernel's indexed kernels
 // Included by one translation unit per ReduceKind (reduce_<kind>.cu).
 #pragma once
 
@@ -201,21 +202,25 @@ at::Tensor new_partials(int64_t count, const c10::cuda::CUDAStream& stream) {
 // One pass of the column reduction (one level or two, see column_fold.cuh);
 // returns the partials when it was not the last pass (they are the next
 // pass's input). later_pass: it reads the partials of the pass before.
+// gathered: where each column starts (gathered columns, of one chunk; no
+// dims: b * batch_stride + c).
 template <typename in_t, typename acc_t, typename out_t, typename Op>
 at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, int64_t columns, int64_t batch_stride,
                               int64_t reduce_stride, const Output<out_t>& out, const Op& op,
-                              const c10::cuda::CUDAStream& stream,
-                              bool later_pass) {
+                              const c10::cuda::CUDAStream& stream, bool later_pass,
+                              const StridedIndex& gathered = {}) {
   const int64_t chunks = ceil_div(reduce, kFoldLength);
   const int64_t row_bytes = columns * static_cast<int64_t>(sizeof(in_t));
   const int64_t bytes = batch * reduce * row_bytes;
-  // A permuted output (of columns of one chunk: output_index) is written by
-  // column_short_kernel's kernels for it, in items of one column.
-  const bool permuted = out.index.dims != 0;
-  ColumnKernel kernel = permuted ? ColumnKernel::Short
-                                 : column_kernel(reduce, batch, ceil_div(columns, column_width<in_t, acc_t>()), bytes,
-                                                 row_bytes);
-  const int width = permuted ? 1 : column_item_width<in_t, acc_t>(data, batch, columns, batch_stride, reduce_stride);
+  // A permuted output (of columns of one chunk: output_index) and gathered
+  // columns are read by column_short_kernel's indexed kernels, in items of
+  // one column.
+  const bool indexed = out.index.dims != 0 || gathered.dims != 0;
+  TORCH_INTERNAL_ASSERT(!indexed || reduce <= kFoldLength, "indexed columns are of one chunk");
+  ColumnKernel kernel = indexed ? ColumnKernel::Short
+                                : column_kernel(reduce, batch, ceil_div(columns, column_width<in_t, acc_t>()), bytes,
+                                                row_bytes);
+  const int width = indexed ? 1 : column_item_width<in_t, acc_t>(data, batch, columns, batch_stride, reduce_stride);
   const int64_t item_bytes = width * static_cast<int64_t>(sizeof(in_t));
   ColumnArgs<in_t, acc_t, out_t> args{data, batch, reduce, columns, batch_stride, reduce_stride, width};
   args.items = ceil_div(columns, args.width);
@@ -235,7 +240,7 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
     case ColumnKernel::Short: {
       values_left = chunks;
       const int64_t threads = batch * args.items * chunks;  // at one item a thread
-      spread = permuted ? 1 : short_columns_spread(threads, args.items, short_spread<in_t, acc_t>(width));
+      spread = indexed ? 1 : short_columns_spread(threads, args.items, short_spread<in_t, acc_t>(width));
       blocks = ceil_div(batch * units_per_batch(args.items, spread) * chunks, kColumnThreads);
       break;
     }
@@ -280,14 +285,14 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
       with_width<kSlots>(short_rows_per_slot(reduce), [&](auto rows_per_slot) {
         constexpr int kRowsPerSlot = decltype(rows_per_slot)::value;
         using Items = ShortItems;
-        auto kernel = permuted      ? column_short_kernel<kRowsPerSlot, false, true, Items::Wide, in_t, acc_t, out_t, Op>
+        auto kernel = indexed       ? column_short_kernel<kRowsPerSlot, false, true, Items::Wide, in_t, acc_t, out_t, Op>
                       : evict_first ? column_short_kernel<kRowsPerSlot, true, false, Items::Wide, in_t, acc_t, out_t, Op>
                                     : column_short_kernel<kRowsPerSlot, false, false, Items::Wide, in_t, acc_t, out_t, Op>;
         // Narrow items take kernels of their own (for types that have
         // narrow items), whose loads are plain ones (load_vector_evict_first:
         // narrower than a vector).
         if constexpr (short_spread<in_t, acc_t>(1) > 1) {
-          if (!permuted && short_spread<in_t, acc_t>(width) > 1) {
+          if (!indexed && short_spread<in_t, acc_t>(width) > 1) {
             const bool by_rows = narrow_chunk_by_rows(kRowsPerSlot, reduce_stride * static_cast<int64_t>(sizeof(in_t)));
             if (spread > 1) {
               kernel = column_short_kernel<kRowsPerSlot, false, false, Items::Spread, in_t, acc_t, out_t, Op>;
@@ -306,7 +311,10 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
             }
           }
         }
-        launch_pass(kernel, grid, kColumnThreads, stream.stream(), early, args, op, out.index);
+        // Indexed kernels write through an index, a dense one where the output is dense.
+        const StridedIndex out_index =
+            indexed && out.index.dims == 0 ? strided_index(Runs{1, {batch * columns}, {1}}, 0, 1) : out.index;
+        launch_pass(kernel, grid, kColumnThreads, stream.stream(), early, args, op, out_index, gathered);
       });
       break;
     case ColumnKernel::Block:
@@ -380,9 +388,18 @@ std::optional<at::Tensor> launch_flat_columns(const in_t* data, const ReduceLayo
   }
 }
 
+static_assert(kColumnChunkRows == kFoldLength, "the front end's column chunk is the kernels'");
+
 template <typename scalar_t, typename acc_t, typename out_t, typename Op>
 void launch_columns(const scalar_t* data, const ReduceLayout& layout, const Output<out_t>& out, const Op& op,
                     const c10::cuda::CUDAStream& stream) {
+  const Runs& gathered = layout.column_runs;
+  if (gathered.count != 0) {
+    launch_column_pass<scalar_t, acc_t, out_t>(data, layout.batch, layout.reduce, layout.inner, 0,
+                                               layout.reduce_stride, out, op, stream, /*later_pass=*/false,
+                                               strided_index(gathered, 0, gathered.count));
+    return;
+  }
   std::optional<at::Tensor> flat = launch_flat_columns<scalar_t, acc_t, out_t>(data, layout, out, op, stream);
   at::Tensor partials = flat ? *flat
                              : launch_column_pass<scalar_t, acc_t, out_t>(data, layout.batch, layout.reduce,
