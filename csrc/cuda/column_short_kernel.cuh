@@ -16,7 +16,14 @@ namespace cuda {
 // right -- and merges the subtree with the ones before it like a binary
 // counter. Every load of a step is a row of the chunk (slots hold about the
 // same number of rows), so that a thread keeps eight rows in flight whatever
-// the chunk's length. The step loop stays rolled; the result is stored here.
+// the chunk's length. The step loop stays rolled, but for items of one column
+// in chunks of up to four steps (32 rows), whose steps are all loaded first
+// (kAhead): a thread then holds few bytes a row, and a step's loads waiting
+// on the fold before them kept too few in flight (H100, this loop rolled ->
+// loaded ahead, benchmarks/results/gathered_columns_h100.txt at 28e3ec4 and
+// after, us: bfloat16 sum over dim 1 of x[..., :2] of (n, 32, 500, 3), 4.2M
+// elements, 5.95 -> 4.45, of (n, 11, 58, 3) 8.89 -> 7.63; torch 4.38,
+// 5.78). The result is stored here.
 // A row is kSpread items of kItems columns, kWarpSize items apart (see
 // short_spread): out + e * kWarpSize * kItems gets item e's. kEvictFirst:
 // the loads ask the L2 to evict their lines first (see load_input).
@@ -29,10 +36,10 @@ __device__ __forceinline__ void reduce_short_chunk(const in_t* base, int64_t str
   constexpr int kColumns = kSpread * kItems;
   constexpr int kSpreadStride = kWarpSize * kItems;
   acc_t pending[kHeights > 0 ? kHeights : 1][kColumns];
-#pragma unroll 1
-  for (int t = 0; t < kRowsPerSlot; ++t) {
-    int count[kSlotsPerStep];
-    Vector<in_t, kItems> loaded[kSlots][kSpread];
+  constexpr int kAhead = kColumns == 1 && kRowsPerSlot <= 4 ? kRowsPerSlot : 1;
+  int counts[kAhead][kSlotsPerStep];
+  Vector<in_t, kItems> loads[kAhead][kSlots][kSpread];
+  auto load_step = [&](int t, int (&count)[kSlotsPerStep], Vector<in_t, kItems> (&loaded)[kSlots][kSpread]) {
 #pragma unroll
     for (int j = 0; j < kSlotsPerStep; ++j) {
       const int q = t * kSlotsPerStep + j;
@@ -49,6 +56,19 @@ __device__ __forceinline__ void reduce_short_chunk(const in_t* base, int64_t str
               load_input<kEvictFirst, in_t, kItems>(row + e * kSpreadStride);
       }
     }
+  };
+#pragma unroll kAhead
+  for (int t = 0; t < kRowsPerSlot; ++t) {
+    if constexpr (kAhead > 1) {
+      if (t == 0) {
+#pragma unroll
+        for (int u = 0; u < kAhead; ++u) load_step(u, counts[u], loads[u]);
+      }
+    } else {
+      load_step(t, counts[0], loads[0]);
+    }
+    const int (&count)[kSlotsPerStep] = counts[kAhead > 1 ? t : 0];
+    const Vector<in_t, kItems> (&loaded)[kSlots][kSpread] = loads[kAhead > 1 ? t : 0];
     // A full chunk folds without selects, so that ptxas does not sink loads
     // into the fold (and wait for each there): see fold_rows.
     acc_t subtree[kColumns];
