@@ -336,17 +336,18 @@ std::optional<ReduceLayout> plan_gather(const at::Tensor& input, const std::vect
 // memory order), whose columns these are, in its order. nullopt where the
 // reduced dims do not form one run or runs_of refuses the kept ones.
 //
-// A thread reads a column, eight rows a step (column_short_kernel's indexed
-// kernels). Longer columns lost to the copy in float32 sums of up to a few
-// thousand columns (a bfloat16 amax of 4000 gained up to 64 rows): H100 A/B
-// of one build, the bound as an environment variable (not committed), us,
-// copied -> gathered (torch): float32 sums over dim 1 of x[..., :2] of (b, r,
-// c, 3), r = 32: (2, 32, 64) 3.93 -> 2.88 (3.24), (8, 32, 250) 4.31 -> 2.95
-// (3.45); r = 40: 3.98 -> 5.08 (3.61), 4.38 -> 5.18 (3.82); r = 64: 4.06 ->
-// 6.08 (4.70), 4.68 -> 6.20 (4.97); float32 (20, 64, 9, 8)[..., ::2] 3.70 ->
-// 6.25 (4.90). Every case of 8 to 32 rows gained (bfloat16 amax of (16, 24,
-// 125, 3)[..., :2] 4.57 -> 2.96, torch 4.23), at every size
-// (benchmarks/probes/gathered_columns.py).
+// A thread reads a column (column_short_kernel's indexed kernels). Longer
+// columns, which it reads eight rows a step, lost to the copy in float32 sums
+// of up to a few thousand columns (a bfloat16 amax of 4000 gained up to 64
+// rows): H100 A/B of one build (the kernels of 28e3ec4, before kAhead loaded
+// short columns ahead), the bound as an environment variable (not
+// committed), us, copied -> gathered (torch): float32 sums over dim 1 of
+// x[..., :2] of (b, r, c, 3), r = 32: (2, 32, 64) 3.93 -> 2.88 (3.24), (8,
+// 32, 250) 4.31 -> 2.95 (3.45); r = 40: 3.98 -> 5.08 (3.61), 4.38 -> 5.18
+// (3.82); r = 64: 4.06 -> 6.08 (4.70), 4.68 -> 6.20 (4.97); float32 (20, 64,
+// 9, 8)[..., ::2] 3.70 -> 6.25 (4.90). Every case of 8 to 32 rows gained
+// (bfloat16 amax of (16, 24, 125, 3)[..., :2] 4.57 -> 2.96, torch 4.23), at
+// every size (benchmarks/probes/gathered_columns.py).
 constexpr int64_t kGatheredColumnMaxRows = 32;
 
 std::optional<ReduceLayout> plan_gathered_columns(const at::Tensor& input, const std::vector<bool>& reduced,
@@ -574,8 +575,8 @@ at::Tensor reduce_dims(ReduceKind kind, const at::Tensor& input, const std::vect
   // Where the copy would be rows, the CUDA kernels read them in place
   // instead (Gather), in the copy's order: one kernel where the copy took
   // two. Where it would be columns, they are read as columns, so that a slice
-  // reads as the whole does: small ones of one chunk in place
-  // (plan_gathered_columns), others from the copy.
+  // reads as the whole does: short ones in place (plan_gathered_columns),
+  // others from the copy.
   // The CPU has no such kernels: its copy below, kept dims first, writes the
   // result in its own order, where rows copied in memory order would be
   // reduced into a dense output and copied again (CPU sweep cases 53 and 98,

@@ -28,10 +28,10 @@ namespace torch_reduce {
 //    element (b, r, c) at data + b * batch_stride + r * reduce_stride + c;
 //    out[b * inner + c]
 //  Or, where `column_runs` has runs, gathered columns: kept dims that merge
-//  into neither, read in place where their copy would be columns of one
-//  chunk (kColumnChunkRows) or less (CUDA; plan_gathered_columns). Column i =
-//  b * inner + c then starts at data + offset(i, column_runs) (see Gather;
-//  batch_stride unused), and is folded as its copy's column would be.
+//  into neither, read in place where their copy would be short columns
+//  (CUDA; plan_gathered_columns). Column i = b * inner + c then starts at
+//  data + offset(i, column_runs) (see Gather; batch_stride unused), and is
+//  folded as its copy's column would be.
 //
 //  Gather (rows read through strides): dims that merge into neither, whose
 //  copy would be rows. Output b's element r is at

@@ -202,8 +202,8 @@ at::Tensor new_partials(int64_t count, const c10::cuda::CUDAStream& stream) {
 // One pass of the column reduction (one level or two, see column_fold.cuh);
 // returns the partials when it was not the last pass (they are the next
 // pass's input). later_pass: it reads the partials of the pass before.
-// gathered: where each column starts (gathered columns, of one chunk; no
-// dims: b * batch_stride + c).
+// gathered: where each column starts (gathered columns, of at most one
+// chunk; no dims: b * batch_stride + c).
 template <typename in_t, typename acc_t, typename out_t, typename Op>
 at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, int64_t columns, int64_t batch_stride,
                               int64_t reduce_stride, const Output<out_t>& out, const Op& op,
