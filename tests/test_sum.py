@@ -628,12 +628,14 @@ KEPT_SLICES = {
     "expanded kept dim": ((100, 1), lambda t: t.expand(100, 65), 0, [lambda y: y[:, 25:26], lambda y: y[:, :4]]),
     # The reduced dim outermost, the kept dims after it: columns whose batch dim is inside the
     # reduced dim's step, plain and over an expanded reduced dim.
-    "outer reduced dim": ((300, 12, 9), lambda t: t, 0, [lambda y: y[..., :1], lambda y: y[..., 4:5], lambda y: y[:, :3]]),
+    "outer reduced dim": ((300, 12, 9), lambda t: t, 0,
+                          [lambda y: y[..., :1], lambda y: y[..., 4:5], lambda y: y[:, :3]]),
     "expanded outer reduced dim": ((1, 65, 4), lambda t: t[..., :3].expand(64, 65, 3), 0,
                                    [lambda y: y[..., :1], lambda y: y[..., 2:3], lambda y: y[:, 7:9]]),
     # Kept dims that merge into neither layout (gathered columns on CUDA), cut in each.
     "kept dims that do not merge": ((30, 11, 58, 3), lambda t: t[..., :2], 1,
-                                    [lambda y: y[..., :1], lambda y: y[:, :, 5:6], lambda y: y[:4], lambda y: y[:, :, 3:40]]),
+                                    [lambda y: y[..., :1], lambda y: y[:, :, 5:6], lambda y: y[:4],
+                                     lambda y: y[:, :, 3:40]]),
 }
 
 
