@@ -59,16 +59,12 @@ __device__ __forceinline__ void reduce_short_chunk(const in_t* base, int64_t str
   };
 #pragma unroll kAhead
   for (int t = 0; t < kRowsPerSlot; ++t) {
-    if constexpr (kAhead > 1) {
-      if (t == 0) {
+    if (t % kAhead == 0) {
 #pragma unroll
-        for (int u = 0; u < kAhead; ++u) load_step(u, counts[u], loads[u]);
-      }
-    } else {
-      load_step(t, counts[0], loads[0]);
+      for (int u = 0; u < kAhead; ++u) load_step(t + u, counts[u], loads[u]);
     }
-    const int (&count)[kSlotsPerStep] = counts[kAhead > 1 ? t : 0];
-    const Vector<in_t, kItems> (&loaded)[kSlots][kSpread] = loads[kAhead > 1 ? t : 0];
+    const int (&count)[kSlotsPerStep] = counts[t % kAhead];
+    const Vector<in_t, kItems> (&loaded)[kSlots][kSpread] = loads[t % kAhead];
     // A full chunk folds without selects, so that ptxas does not sink loads
     // into the fold (and wait for each there): see fold_rows.
     acc_t subtree[kColumns];
