@@ -13,7 +13,9 @@ namespace cuda {
 constexpr int kMaxStridedDims = 4;
 
 // Element i's offset: its row-major coordinates over `sizes`, innermost
-// first, times `strides`. No dims: the offset is i. What these index is
+// first, times `strides`. No dims: the offset is 0 (an index whose offset
+// is i has one dim, of stride 1: reduce_layout.cuh gives dense outputs of
+// column_short_kernel's indexed kernels such a one). What these index is
 // small (reduce_layout.cuh), so 32 bits index it, and each size divides by a
 // multiply and a shift (Granlund and Montgomery) rather than a division.
 struct StridedIndex {
