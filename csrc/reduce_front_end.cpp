@@ -148,13 +148,13 @@ std::optional<ReduceLayout> match_layout(const at::Tensor& input, const std::vec
   // Columns of width one: a kept dim of size 1 comes after the reduced run in `order`, and at
   // most one larger kept dim (the columns' batch), before the run or after it. They must be
   // summed in the order of the wider columns of which they are a slice: x[..., :1] of a
-  // reduction over a middle dim or over dim 0, x[:, ::3][:, :1] over dim 0, x[..., :1] of a
-  // slice over an expanded dim 0, the last stage of z[:, :, :1] of (b, m, k, n) over (1, 3).
+  // reduction over a middle dim or over dim 0, x[:, ::3][:, :1] over dim 0, the last stage of
+  // z[:, :, :1] of (b, m, k, n) over (1, 3).
   // Told by the view's strides (s of the size-1 dim, t of the run's innermost dim): within a
-  // strided run (s < t, t > 1), or contiguous next to an expanded run (t = 0, s = 1); and, where
-  // every kept dim has size 1, anywhere inside the run's extent, so that a contiguous copy of
-  // x[:, :1] reads as x does. Else the whole's kept dim lies outside the run, or is expanded,
-  // and the whole reads rows: a contiguous (n, l, 1) tensor, a transposed tensor's x.t()[:, :1].
+  // strided run (s < t, t > 1; s = 0, an expanded dim cut to one, see cut_expanded_dims); and,
+  // where every kept dim has size 1, anywhere inside the run's extent, so that a contiguous copy
+  // of x[:, :1] reads as x does. Else the whole's kept dim lies outside the run and the whole
+  // reads rows: a contiguous (n, l, 1) tensor, a transposed tensor's x.t()[:, :1].
   int64_t last_reduced = -1;  // position in `order`
   for (size_t i = 0; i < order.size(); ++i)
     if (reduced[order[i]] && input.size(order[i]) > 1) last_reduced = static_cast<int64_t>(i);
@@ -165,7 +165,7 @@ std::optional<ReduceLayout> match_layout(const at::Tensor& input, const std::vec
       const int64_t d = order[i];
       if (reduced[d] || input.size(d) != 1) continue;
       const int64_t s = view.stride(d);
-      kept_after_inside = kept_after_inside || (t > 1 && s < t) || (t == 0 && s == 1) ||
+      kept_after_inside = kept_after_inside || (t > 1 && s < t) ||
                           (kept.empty() && s > 0 && s < t * r.size);
     }
   }
@@ -302,12 +302,9 @@ namespace {
 // (27, 12, 4, 5) slice (runs of 5) 4.77 -> 3.92 (4.02), float16 mean of a
 // (7, 148, 10, 3) slice 5.99 -> 5.07 (10.4); float16 sum of a (30, 11, 58, 2)
 // slice 4.97 -> 4.88. (Larger ones in memory order are staged, plan_stages.)
-// Not expanded tensors, whose copy would write the expansion.
 bool copies_short_runs(const ReduceLayout& layout, int64_t element_size) {
-  const Runs& runs = layout.reduce_runs;
-  const bool expanded = std::find(runs.strides, runs.strides + runs.count, 0) != runs.strides + runs.count;
-  return layout.full && runs.sizes[0] * element_size < kKernelVectorBytes &&
-         layout.reduce < small_gather_elements(element_size) && !expanded;
+  return layout.full && layout.reduce_runs.sizes[0] * element_size < kKernelVectorBytes &&
+         layout.reduce < small_gather_elements(element_size);
 }
 
 // Rows whose copy would be dense rows (the reduced dims innermost), read in
@@ -612,6 +609,29 @@ at::Tensor reduce_dims(ReduceKind kind, const at::Tensor& input, const std::vect
   return reduce_layout(kind, copy, keepdim_shape(input, reduced), *layout, out_dtype, {}, algo, kernel);
 }
 
+// An input's expanded dims (stride 0, size 2 or more) hold the same values at
+// every index. They are cut to width 1 before the reduction: a kept one's
+// outputs are reduced once and expanded; a reduced one's repeats change no
+// extremum nor the mean, and multiply the sum (reduce_front_end). The input's
+// values are then read once rather than once a repeat, and an output takes
+// the bits that it takes in a slice of any kept dim (batch invariance: where
+// an expanded dim lies innermost in memory, the whole's copy read columns
+// where a slice x[:, k:k+1] of it read rows).
+struct DistinctValues {
+  at::Tensor input;     // the expanded dims cut to width 1
+  int64_t repeats = 1;  // of each value along the reduced ones: the product of their sizes
+};
+
+DistinctValues cut_expanded_dims(const at::Tensor& input, const std::vector<bool>& reduced) {
+  DistinctValues distinct{input};
+  for (int64_t d = 0; d < input.dim(); ++d) {
+    if (input.stride(d) != 0 || input.size(d) < 2) continue;
+    distinct.input = distinct.input.narrow(d, 0, 1);
+    if (reduced[d]) distinct.repeats *= input.size(d);
+  }
+  return distinct;
+}
+
 // The dtype that stages pass between them: what the kernels accumulate in
 // (float for half and bfloat16 sums and means, int64 for integer sums); amax
 // and amin are exact in their own dtype.
@@ -689,8 +709,21 @@ at::Tensor reduce_front_end(ReduceKind kind, const char* name,
     }
   }
 
-  const at::Tensor input = self.scalar_type() == dtypes.input ? self : self.to(dtypes.input);
-  const at::Tensor out = reduce_dims(kind, input, reduced, dtypes.kernel, stage_dtype(kind, dtypes), algo, kernel);
+  // Expanded dims are cut before the cast, which would write the expansion; not for the
+  // ladder, which reads what it is given.
+  const DistinctValues distinct = algo == Algorithm::Default ? cut_expanded_dims(self, reduced) : DistinctValues{self};
+  const at::Tensor input =
+      distinct.input.scalar_type() == dtypes.input ? distinct.input : distinct.input.to(dtypes.input);
+  const at::ScalarType stage = stage_dtype(kind, dtypes);
+  at::Tensor out;
+  if (kind == ReduceKind::Sum && distinct.repeats > 1) {
+    // The sum of the distinct values times their repeats, in the accumulator dtype: the repeats
+    // take one rounding where their fold took one a repeat (integers wrap as the fold does).
+    out = reduce_dims(kind, input, reduced, stage, stage, algo, kernel).mul_(distinct.repeats).to(dtypes.kernel);
+  } else {
+    out = reduce_dims(kind, input, reduced, dtypes.kernel, stage, algo, kernel);
+  }
+  if (!distinct.input.is_same(self)) out = out.expand(keepdim_shape(self, reduced)).contiguous();
   const at::Tensor result = out.view(out_shape);
   return result.scalar_type() == dtypes.result ? result : result.to(dtypes.result);
 }

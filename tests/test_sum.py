@@ -407,7 +407,6 @@ SMALL_GATHERED_CASES = {
     "small, one row": (lambda x: x[:, ::2], (1, 6000), (1,)),
     "small full reduction of a slice": (lambda x: x[:, 1:], (18, 194), None),
     "small full reduction, strided": (lambda x: x[::3], (3001,), None),
-    "small full reduction, expanded": (lambda x: x.expand(10, 3, 50), (10, 1, 50), None),
     "between the bounds, reduced on both sides": (lambda x: x, (3, 30000, 4), (0, 2)),
 }
 
@@ -642,6 +641,12 @@ KEPT_SLICES = {
     "kept dims that do not merge": ((30, 11, 58, 3), lambda t: t[..., :2], 1,
                                     [lambda y: y[..., :1], lambda y: y[:, :, 5:6], lambda y: y[:4],
                                      lambda y: y[:, :, 3:40]]),
+    # Expanded dims are cut to width one before the reduction (kept ones innermost in memory,
+    # reduced ones between kept dims).
+    "expanded kept dim innermost": ((3, 1, 66), lambda t: t[..., :33].expand(3, 2, 33), (0, 2),
+                                    [lambda y: y[:, :1], lambda y: y[:, 1:2]]),
+    "expanded reduced dim between kept dims": ((1, 4, 101), lambda t: t[..., :100].expand(5, 4, 100), (0, 2),
+                                               [lambda y: y[:, 1:2], lambda y: y[:, :3]]),
 }
 
 
@@ -657,6 +662,61 @@ def test_kept_dim_slices_are_batch_invariant(device, case, op, dtype, make_input
     whole = reduce(x, dim, keepdim=True)  # the reduced dim kept (size 1), so that a cut applies to both
     for i, cut in enumerate(slices):
         bitwise_equal(reduce(cut(x), dim, keepdim=True), cut(whole), f"slice {i}")
+
+
+# Expanded dims (stride 0) hold the same values at every index, which are read once: the
+# outputs of a kept one are reduced at one index and expanded; the repeats along a reduced one
+# leave extrema and means as they are and multiply sums. (shape of a fresh input, view, dims)
+EXPANDED_CASES = {
+    "kept dim innermost": ((40, 3, 1), lambda t: t.expand(40, 3, 65), (0, 1)),
+    "kept dim outermost": ((1, 300, 7), lambda t: t.expand(9, 300, 7), (1,)),
+    "kept dim between reduced dims": ((3, 1, 66), lambda t: t[..., :33].expand(3, 24, 33), (0, 2)),
+    "reduced dim between kept dims": ((6, 1, 101), lambda t: t[..., :100].expand(6, 50, 100), (1,)),
+    "reduced dim innermost, full reduction": ((300, 1), lambda t: t.expand(300, 64), None),
+    "reduced dim in the middle, full reduction": ((10, 1, 50), lambda t: t.expand(10, 3, 50), None),
+    "kept and reduced dims": ((1, 70, 1, 5), lambda t: t.expand(8, 70, 30, 5), (0, 3)),
+}
+
+
+@pytest.mark.parametrize("op,dtype", STAGED_OPS, ids=_id)
+@pytest.mark.parametrize("case", list(EXPANDED_CASES), ids=_id)
+def test_expanded_dims(device, case, op, dtype, make_input, check, bitwise_equal):
+    """Reductions of expanded tensors give torch's result (the float64 reference's value), in a
+    tensor of their own (contiguous), and an expanded kept dim's outputs are those of any one
+    index of it, bit for bit."""
+    shape, view, dims = EXPANDED_CASES[case]
+    x = view(make_input(shape, dtype, device))
+    reduce = getattr(torch_reduce, op)
+    for keepdim in (False, True):
+        out = reduce(x, keepdim=keepdim) if dims is None else reduce(x, dims, keepdim=keepdim)
+        check(out, x, op=op, dim=dims, keepdim=keepdim)
+        assert out.is_contiguous()
+    if dims is None:
+        return
+    whole = reduce(x, dims, keepdim=True)
+    for d in range(x.dim()):
+        if x.stride(d) == 0 and d not in dims:
+            one = reduce(x.narrow(d, x.size(d) - 1, 1), dims, keepdim=True)
+            bitwise_equal(whole, one.expand(whole.shape), f"dim {d} at its last index")
+
+
+@pytest.mark.requires_cuda
+@pytest.mark.parametrize("case", list(EXPANDED_CASES), ids=_id)
+def test_expanded_dims_read_once(cuda_device, case, make_input):
+    """... and on CUDA no copy of the expansion is made: the peak allocation stays under half the
+    expanded input's bytes."""
+    shape, view, dims = EXPANDED_CASES[case]
+    x = view(make_input(shape, torch.bfloat16, cuda_device))
+    read_in_place(lambda: torch_reduce.sum(x) if dims is None else torch_reduce.sum(x, dims), x)
+
+
+@pytest.mark.parametrize("dtype,out_dtype", [(torch.int64, None), (torch.int32, torch.int8)], ids=_id)
+def test_integer_sums_over_an_expanded_dim_wrap_as_torch_does(device, dtype, out_dtype):
+    """Integer sums over repeats wrap around as torch's do (int64 accumulation, then the cast)."""
+    big = torch.iinfo(dtype).max // 2
+    x = torch.tensor([[big + 3, -big - 5, 7]], dtype=dtype, device=device).expand(6, 3)
+    for dim in (0, None):
+        assert torch.equal(torch_reduce.sum(x, dim, dtype=out_dtype), torch.sum(x, dim, dtype=out_dtype))
 
 
 @pytest.mark.parametrize("offset", range(1, 9))
