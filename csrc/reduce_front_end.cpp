@@ -145,31 +145,39 @@ std::optional<ReduceLayout> match_layout(const at::Tensor& input, const std::vec
   for (const auto& g : groups) (g.reduced ? red : kept).push_back(g);
   if (red.size() > 1 || kept.size() > 2) return std::nullopt;
   const Group r = red.empty() ? Group{1, 1, true} : red[0];
-  // Columns of width one: a kept dim of size 1 comes after the reduced run in `order`, and at
-  // most one larger kept dim (the columns' batch), before the run or after it. They must be
-  // summed in the order of the wider columns of which they are a slice: x[..., :1] of a
-  // reduction over a middle dim or over dim 0, x[:, ::3][:, :1] over dim 0, the last stage of
-  // z[:, :, :1] of (b, m, k, n) over (1, 3).
-  // Told by the view's strides (s of the size-1 dim, t of the run's innermost dim): within a
-  // strided run (s < t, t > 1; s = 0, an expanded dim cut to one, see cut_expanded_dims); and,
-  // where every kept dim has size 1, anywhere inside the run's extent, so that a contiguous copy
-  // of x[:, :1] reads as x does. Else the whole's kept dim lies outside the run and the whole
-  // reads rows: a contiguous (n, l, 1) tensor, a transposed tensor's x.t()[:, :1].
-  int64_t last_reduced = -1;  // position in `order`
-  for (size_t i = 0; i < order.size(); ++i)
-    if (reduced[order[i]] && input.size(order[i]) > 1) last_reduced = static_cast<int64_t>(i);
-  bool kept_after_inside = false;
-  if (last_reduced >= 0) {
-    const int64_t t = view.stride(r.dims.back());
-    for (size_t i = last_reduced + 1; i < order.size(); ++i) {
-      const int64_t d = order[i];
-      if (reduced[d] || input.size(d) != 1) continue;
-      const int64_t s = view.stride(d);
-      kept_after_inside = kept_after_inside || (t > 1 && s < t) ||
-                          (kept.empty() && s > 0 && s < t * r.size);
-    }
+  // Columns of width one: a kept dim of size 1 cut from columns, and at most one larger kept dim
+  // (the columns' batch), before the run or after it. They must be summed in the order of the
+  // wider columns of which they are a slice: x[..., :1] of a reduction over a middle dim or over
+  // dim 0, x[:, ::3][:, :1] over dim 0, the last stage of z[:, :, :1] of (b, m, k, n) over
+  // (1, 3), a permuted view's kept dim cut to one. Told by the view's strides (s of the size-1
+  // dim, t of the run's innermost dim): within a strided run's step (0 < s < t; after the run in
+  // `order` also s = 0, an expanded dim cut to one, see cut_expanded_dims); and, where every kept
+  // dim has size 1 and none steps past the run's extent (a batch of rows cut to one, (b, l, 1)[:1]
+  // over dim 1), anywhere inside that extent after the run, so that a contiguous copy of x[:, :1]
+  // reads as x does. Else the whole's kept dim lies outside the run and the whole reads rows: a
+  // contiguous (n, l, 1) tensor, a transposed tensor's x.t()[:, :1].
+  int64_t first_reduced = -1, last_reduced = -1;  // positions in `order`
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (!reduced[order[i]] || input.size(order[i]) == 1) continue;
+    if (first_reduced < 0) first_reduced = static_cast<int64_t>(i);
+    last_reduced = static_cast<int64_t>(i);
   }
-  const bool column_of_one = kept_after_inside && kept.size() <= 1;
+  bool cut_from_columns = false;
+  if (last_reduced >= 0) {
+    const int64_t t = view.stride(r.dims.back()), extent = t * r.size;
+    bool batch_of_one = false, inside_extent = false;
+    for (int64_t i = 0; i < static_cast<int64_t>(order.size()); ++i) {
+      const int64_t d = order[i];
+      if (reduced[d] || input.size(d) != 1 || (i > first_reduced && i < last_reduced)) continue;
+      const int64_t s = view.stride(d);
+      const bool after = i > last_reduced;
+      batch_of_one = batch_of_one || s >= extent;
+      inside_extent = inside_extent || (after && s > 0 && s < extent);
+      cut_from_columns = cut_from_columns || (t > 1 && s < t && (after || s > 0));
+    }
+    cut_from_columns = cut_from_columns || (kept.empty() && !batch_of_one && inside_extent);
+  }
+  const bool column_of_one = cut_from_columns && kept.size() <= 1;
 
   // Inner: the reduced elements of each output are contiguous.
   if (r.stride == 1 && kept.size() <= 1 && !column_of_one) {

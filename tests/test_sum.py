@@ -641,6 +641,13 @@ KEPT_SLICES = {
     "kept dims that do not merge": ((30, 11, 58, 3), lambda t: t[..., :2], 1,
                                     [lambda y: y[..., :1], lambda y: y[:, :, 5:6], lambda y: y[:4],
                                      lambda y: y[:, :, 3:40]]),
+    # Rows of a batch cut to one, with a kept dim of size 1 after the reduced run: rows, as the
+    # whole reads them, not a column of one (plain and of rows of a slice).
+    "batch of rows cut to one": ((5, 33, 1), lambda t: t, 1, [lambda y: y[:1], lambda y: y[3:4], lambda y: y[1:3]]),
+    "batch of sliced rows cut to one": ((9, 130, 1), lambda t: t[:, :65], 1, [lambda y: y[8:9], lambda y: y[:2]]),
+    # A permuted view whose kept dim lies between the reduced dims in memory, cut to one.
+    "kept dim inside the reduced dims' memory": ((64, 17, 65), lambda t: t.permute(1, 0, 2)[:16], (1, 2),
+                                                [lambda y: y[14:15], lambda y: y[:5]]),
     # Expanded dims are cut to width one before the reduction (kept ones innermost in memory,
     # reduced ones between kept dims).
     "expanded kept dim innermost": ((3, 1, 66), lambda t: t[..., :33].expand(3, 2, 33), (0, 2),
