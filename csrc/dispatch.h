@@ -28,13 +28,17 @@ struct ReduceTypes {
 }
 
 // Sum and mean of floating types: output in the input type, or float for a
-// half/bfloat16 input whose caller asked for dtype=torch.float32.
+// half/bfloat16 input whose caller asked for dtype=torch.float32; and half or
+// bfloat16 from float, the accumulator dtype that a half/bfloat16 reduction's
+// stages pass between them, for its last stage.
 template <typename F>
 void dispatch_floating(at::ScalarType in, at::ScalarType out, F&& f) {
   using at::BFloat16;
   using at::Half;
   switch (in) {
     case at::kFloat:
+      if (out == at::kHalf) return f(ReduceTypes<float, float, Half>{});
+      if (out == at::kBFloat16) return f(ReduceTypes<float, float, BFloat16>{});
       return f(ReduceTypes<float, float, float>{});
     case at::kDouble:
       return f(ReduceTypes<double, double, double>{});

@@ -8,8 +8,8 @@ split full reductions, misaligned heads and ragged tails, short and long rows
 (vectorized, scalar, and several to a load), gathered rows (staged in shared
 memory where small) and columns, the column kernels (short for
 each rows-per-slot, chunk (also writing the output of columns of one chunk),
-tile teams, wide, block and flat) over several passes, permuted tensors (their
-output copied, or written through the permutation), all four ops, every ladder
+tile teams, wide, block and flat) over several passes, stages, permuted tensors
+(their output copied, or written through the permutation), all four ops, every ladder
 algorithm. Exits non-zero if a result is wrong.
 """
 import sys
@@ -98,6 +98,16 @@ for base, view, dims in (((2, 180000, 3), lambda t: t, (0, 2)), ((5, 1200, 181),
         ours = torch_reduce.sum(x) if dims is None else torch_reduce.sum(x, dims)
         ref = torch.sum(x.cpu().double()) if dims is None else torch.sum(x.cpu().double(), dims)
         check(f"sum gathered {tuple(x.shape)} {dims} {dtype}", ours, ref.to(dtype), False)
+
+# Reduced dims in several runs, reduced in stages that pass float partials, the last writing half
+# or bfloat16 from them: rows then columns, and a full reduction of a slice (rows, then one row).
+for base, view, dims in (((40, 300, 64), lambda t: t, (0, 2)), ((1100, 1001), lambda t: t[:, 1:], None)):
+    for dtype in (torch.float16, torch.bfloat16):
+        x = view(torch.randn(base, device=device).to(dtype))
+        for op in ("sum", "mean"):
+            ours = getattr(torch_reduce, op)(x) if dims is None else getattr(torch_reduce, op)(x, dims)
+            ref = getattr(torch, op)(x.cpu().double()) if dims is None else getattr(torch, op)(x.cpu().double(), dims)
+            check(f"{op} staged {tuple(x.shape)} {dims} {dtype}", ours, ref.to(dtype), False)
 
 # column_tile_kernel over 16 MiB; column_block_kernel once a tile per block fills the GPU;
 # column_short_kernel as the first level of 128 MiB, then single chunks of its chunk values.
