@@ -507,9 +507,10 @@ def fold64_reference(x):
 # column_short_kernel's first level where the columns are longer and its threads many (4200 x 1025:
 # 66 chunks, a ragged last one), to the tile kernel otherwise (300 x 77, 70000 x 33).
 # column_short_kernel reads narrow items several to a thread where a pass has enough of them (the
-# misaligned 7 x 70001, 16 x 262144, 20 x 300000, 40 x 524288, and 4200 x 1025).
-COLUMN_ORDER_CASES = [(1, 7), (5, 3), (8, 2), (9, 300), (24, 2048), (63, 7), (63, 33), (64, 1), (64, 8192), (65, 4),
-                      (4095, 3), (4097, 8), (16, 262144), (20, 300000), (40, 524288), (300001, 2),
+# misaligned 7 x 70001, 16 x 262144, 20 x 300000, 40 x 524288, and 4200 x 1025), and items of one
+# column in chunks of 17 to 32 rows, all their rows loaded ahead (29 x 885, the misaligned 24 x 2048).
+COLUMN_ORDER_CASES = [(1, 7), (5, 3), (8, 2), (9, 300), (24, 2048), (29, 885), (63, 7), (63, 33), (64, 1), (64, 8192),
+                      (65, 4), (4095, 3), (4097, 8), (16, 262144), (20, 300000), (40, 524288), (300001, 2),
                       (600000, 3), (540000, 6), (70000, 33), (33000, 512), (65536, 4096), (5000, 65536),
                       (1000000, 2), (1048576, 8), (4000, 2), (2000, 8), (262144, 128), (65536, 1024), (200000, 64),
                       (500, 4999), (4200, 1025), (300, 77), (7, 70001), (16384, 9000), (30000, 4238), (24, 7), (30, 31),

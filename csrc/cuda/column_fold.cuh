@@ -47,6 +47,9 @@ constexpr int kColumnThreads = 256;
 // Slots of a fold64, and the values one level folds into one.
 constexpr int kSlots = 8;
 constexpr int64_t kFoldLength = kSlots * kSlots;
+// column_short_kernel's threads of one-column items load all rows of a chunk
+// of up to this many rows a slot before they fold them (kAhead there).
+constexpr int kAheadRowsPerSlot = 4;
 // Lanes of column_tile_kernel that share a row of a chunk: up to 4 items.
 constexpr int kMaxRowLanes = 4;
 

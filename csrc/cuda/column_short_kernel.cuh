@@ -36,7 +36,7 @@ __device__ __forceinline__ void reduce_short_chunk(const in_t* base, int64_t str
   constexpr int kColumns = kSpread * kItems;
   constexpr int kSpreadStride = kWarpSize * kItems;
   acc_t pending[kHeights > 0 ? kHeights : 1][kColumns];
-  constexpr int kAhead = kColumns == 1 && kRowsPerSlot <= 4 ? kRowsPerSlot : 1;
+  constexpr int kAhead = kColumns == 1 && kRowsPerSlot <= kAheadRowsPerSlot ? kRowsPerSlot : 1;
   int counts[kAhead][kSlotsPerStep];
   Vector<in_t, kItems> loads[kAhead][kSlots][kSpread];
   auto load_step = [&](int t, int (&count)[kSlotsPerStep], Vector<in_t, kItems> (&loaded)[kSlots][kSpread]) {

@@ -229,6 +229,7 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
           batch * ceil_div(args.items, kWarpSize) * ceil_div(chunks, kFoldLength),
           sm_count() * resident_blocks<column_block_kernel<in_t, acc_t, out_t, Op>>(kColumnThreads), item_bytes))
     kernel = ColumnKernel::Short;
+  if (kernel == ColumnKernel::Block && short_columns_read_ahead(reduce, width)) kernel = ColumnKernel::Short;
   if (kernel == ColumnKernel::Tile) kernel = narrow_items_kernel(reduce, batch, args.items, item_bytes, later_pass);
   args.out = out.data;
 
