@@ -118,7 +118,8 @@ enum class ColumnKernel { Short, Block, Tile };
 // One chunk (at most 64 rows): column_short_kernel, whose threads have all
 // the rows of their columns to themselves and read them eight at a time, in
 // rows / 8 dependent steps -- when there are threads enough to stream, or
-// steps few enough (up to 16 rows) for a warp's worth of items. Otherwise
+// steps few enough (up to 16 rows; up to 32 in items of one column, loaded
+// ahead: short_columns_read_ahead) for a warp's worth of items. Otherwise
 // column_block_kernel reads the chunk in one round (its eight warps are the
 // slots) if there is a warp's worth of items, and column_tile_kernel's teams
 // if not (tiny outputs, such as the last passes of a few long columns: 30 x
@@ -299,11 +300,14 @@ inline bool short_columns_read_ahead(int64_t reduce, int width) {
   return width == 1 && reduce <= kAheadRowsPerSlot * kSlots;
 }
 
-inline ColumnKernel column_kernel(int64_t reduce, int64_t batch, int64_t items, int64_t bytes, int64_t row_bytes) {
+// items: of the widest width a row allows (column_width); width: the items'
+// width that the data allow (column_item_width).
+inline ColumnKernel column_kernel(int64_t reduce, int64_t batch, int64_t items, int width, int64_t bytes,
+                                  int64_t row_bytes) {
   if (reduce <= kFoldLength) {
     const bool wide = items >= kWarpSize;
     if (reduce <= kSlots || batch * items >= kShortColumnMinThreads ||
-        (wide && reduce <= kShortColumnMaxSteps * kSlots))
+        (wide && (reduce <= kShortColumnMaxSteps * kSlots || short_columns_read_ahead(reduce, width))))
       return ColumnKernel::Short;
     return wide ? ColumnKernel::Block : ColumnKernel::Tile;
   }

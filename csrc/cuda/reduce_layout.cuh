@@ -217,10 +217,10 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
   // one column.
   const bool indexed = out.index.dims != 0 || gathered.dims != 0;
   TORCH_INTERNAL_ASSERT(!indexed || reduce <= kFoldLength, "indexed columns are of one chunk");
-  ColumnKernel kernel = indexed ? ColumnKernel::Short
-                                : column_kernel(reduce, batch, ceil_div(columns, column_width<in_t, acc_t>()), bytes,
-                                                row_bytes);
   const int width = indexed ? 1 : column_item_width<in_t, acc_t>(data, batch, columns, batch_stride, reduce_stride);
+  ColumnKernel kernel = indexed ? ColumnKernel::Short
+                                : column_kernel(reduce, batch, ceil_div(columns, column_width<in_t, acc_t>()), width,
+                                                bytes, row_bytes);
   const int64_t item_bytes = width * static_cast<int64_t>(sizeof(in_t));
   ColumnArgs<in_t, acc_t, out_t> args{data, batch, reduce, columns, batch_stride, reduce_stride, width};
   args.items = ceil_div(columns, args.width);
@@ -229,7 +229,6 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
           batch * ceil_div(args.items, kWarpSize) * ceil_div(chunks, kFoldLength),
           sm_count() * resident_blocks<column_block_kernel<in_t, acc_t, out_t, Op>>(kColumnThreads), item_bytes))
     kernel = ColumnKernel::Short;
-  if (kernel == ColumnKernel::Block && short_columns_read_ahead(reduce, width)) kernel = ColumnKernel::Short;
   if (kernel == ColumnKernel::Tile) kernel = narrow_items_kernel(reduce, batch, args.items, item_bytes, later_pass);
   args.out = out.data;
 
