@@ -509,12 +509,15 @@ def fold64_reference(x):
 # column_short_kernel reads narrow items several to a thread where a pass has enough of them (the
 # misaligned 7 x 70001, 16 x 262144, 20 x 300000, 40 x 524288, and 4200 x 1025), and items of one
 # column in chunks of 17 to 32 rows, all their rows loaded ahead (29 x 885, the misaligned 24 x 2048).
+# Narrow items keep more chunks in flight (chunks_per_step): the block kernel's steps of 4 chunks of
+# one column over a tile of 5, a ragged last step (300 x 4999), and of two bfloat16 columns (300 x
+# 8450); the tile kernel's teams two rounds ahead over a tile of 5 rounds, a ragged last pair (2500 x 5).
 COLUMN_ORDER_CASES = [(1, 7), (5, 3), (8, 2), (9, 300), (24, 2048), (29, 885), (63, 7), (63, 33), (64, 1), (64, 8192),
                       (65, 4), (4095, 3), (4097, 8), (16, 262144), (20, 300000), (40, 524288), (300001, 2),
                       (600000, 3), (540000, 6), (70000, 33), (33000, 512), (65536, 4096), (5000, 65536),
                       (1000000, 2), (1048576, 8), (4000, 2), (2000, 8), (262144, 128), (65536, 1024), (200000, 64),
                       (500, 4999), (4200, 1025), (300, 77), (7, 70001), (16384, 9000), (30000, 4238), (24, 7), (30, 31),
-                      (30, 33)]
+                      (30, 33), (300, 4999), (300, 8450), (2500, 5)]
 
 
 @pytest.mark.requires_cuda
@@ -538,10 +541,12 @@ def test_column_order_is_fold64(cuda_device, dtype, rows, columns, view, make_in
 # reads again items the warp before it read (no column count here is a multiple of a warp's
 # items), and the first level of long columns (4200 x 1025). One a thread, in slot order or by
 # rows (narrow_chunk_by_rows): chunks of 5, 12, 24 and 48 rows of fewer items than a warp reads,
-# rows of 7 and 9 columns (shorter than a line) and of 65 (longer, in 32-bit elements).
+# rows of 7 and 9 columns (shorter than a line) and of 65 (longer, in 32-bit elements). Narrow
+# items of the block kernel and the tile kernel's teams, several chunks in flight
+# (chunks_per_step), are checked alike (300 x 4999, 2500 x 5).
 NARROW_COLUMN_CASES = [((3, 70001), 0), ((12, 65537), 0), ((12, 4125), 0), ((128, 24, 1025), 1), ((128, 40, 1027), 1),
                        ((4200, 1025), 0), ((700, 5, 7), 1), ((500, 12, 9), 1), ((2000, 24, 7), 1), ((300, 24, 65), 1),
-                       ((300, 48, 7), 1)]
+                       ((300, 48, 7), 1), ((300, 4999), 0), ((2500, 5), 0)]
 
 
 @pytest.mark.parametrize("op,dtype", _op_dtype_cases(("sum", "mean", "amax", "amin")))

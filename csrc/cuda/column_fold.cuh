@@ -63,6 +63,20 @@ constexpr int column_width() {
   return by_input < by_accumulator ? by_input : by_accumulator;
 }
 
+// Chunks a step of column_block_kernel reads (and, up to two, rounds a lane
+// group of column_tile_kernel's teams keeps in flight) for items of kItems columns:
+// as many as the registers of the widest item's load hold of this one's, so
+// that a narrow item keeps about as many bytes in flight as a wide one. The
+// shared memory and tree threads of the widest item then hold a step.
+// Accumulators narrower than 32 bits keep one: their kernels take 124-128
+// registers with one, and spilled with more (ptxas sm_90, int16 amax).
+template <typename in_t, typename acc_t, int kItems>
+constexpr int chunks_per_step() {
+  constexpr int registers = (kItems * static_cast<int>(sizeof(in_t)) + 3) / 4;
+  constexpr int widest = (column_width<in_t, acc_t>() * static_cast<int>(sizeof(in_t)) + 3) / 4;
+  return sizeof(acc_t) < 4 ? 1 : widest / registers;
+}
+
 // Items narrower than this many bytes (one or two half-precision columns,
 // one float32 column, where an odd column count or a misaligned view allows
 // no wider load) read a 32-byte sector in several pieces (column_tile_kernel's
