@@ -45,6 +45,8 @@ __device__ __forceinline__ void block_columns(const ColumnArgs<in_t, acc_t, out_
   constexpr int kColumns = kWarpSize * kItems;
   constexpr int kStepColumns = kColumns * kChunks;
   static_assert(kSlots % kChunks == 0, "a step's chunks fall in distinct second-level slots");
+  static_assert(kItems * kChunks <= column_width<in_t, acc_t>(), "a step fits the widest item's shared memory");
+  static_assert(kStepColumns <= kColumnThreads, "a tree thread per chunk and column of a step");
   const int s = threadIdx.x / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
   // Tree thread t owns column t % kColumns (column t % kItems of item
