@@ -80,11 +80,13 @@ __device__ __forceinline__ void block_columns(const ColumnArgs<in_t, acc_t, out_
 #pragma unroll
     for (int c = 0; c < kChunks; ++c) {
       const int64_t chunk = r.first_chunk + j + c;
-      count[c] = item_active && j + c < r.length ? slot_rows(args.reduce - chunk * kFoldLength, s) : 0;
+      const bool in_tile = j + c < r.length;  // always, with steps of one chunk
+      count[c] = item_active && in_tile ? slot_rows(args.reduce - chunk * kFoldLength, s) : 0;
       const int64_t offset =
           r.b * args.batch_stride + (chunk * kFoldLength + s) * args.reduce_stride + (r.first_item + lane) * kItems;
       const in_t* base = args.data + (count[c] > 0 ? offset : 0);
-      if (kChunks == 1 || j + c < r.length) load_rows(base, kSlots * args.reduce_stride, count[c], loaded[c]);
+      // Steps of one chunk load unconditionally (load_rows: unpredicated loads).
+      if (kChunks == 1 || in_tile) load_rows(base, kSlots * args.reduce_stride, count[c], loaded[c]);
     }
   };
 

@@ -63,6 +63,10 @@ constexpr int column_width() {
   return by_input < by_accumulator ? by_input : by_accumulator;
 }
 
+// 32-bit registers that a load of `width` columns of `element_bytes` each
+// fills: an item narrower than a register takes a whole one.
+constexpr int item_registers(int width, int element_bytes) { return (width * element_bytes + 3) / 4; }
+
 // Chunks a step of column_block_kernel reads (and, up to two, rounds a lane
 // group of column_tile_kernel's teams keeps in flight) for items of kItems columns:
 // as many as the registers of the widest item's load hold of this one's, so
@@ -72,9 +76,9 @@ constexpr int column_width() {
 // registers with one, and spilled with more (ptxas sm_90, int16 amax).
 template <typename in_t, typename acc_t, int kItems>
 constexpr int chunks_per_step() {
-  constexpr int registers = (kItems * static_cast<int>(sizeof(in_t)) + 3) / 4;
-  constexpr int widest = (column_width<in_t, acc_t>() * static_cast<int>(sizeof(in_t)) + 3) / 4;
-  return sizeof(acc_t) < 4 ? 1 : widest / registers;
+  constexpr int element_bytes = static_cast<int>(sizeof(in_t));
+  constexpr int widest = item_registers(column_width<in_t, acc_t>(), element_bytes);
+  return sizeof(acc_t) < 4 ? 1 : widest / item_registers(kItems, element_bytes);
 }
 
 // Items narrower than this many bytes (one or two half-precision columns,
@@ -87,15 +91,13 @@ constexpr int kNarrowItemBytes = kSectorBytes / kMaxRowLanes;
 
 // The most items a thread of column_short_kernel reads, kWarpSize items
 // apart, for items of `width` columns: for narrow ones, as many as fill the
-// registers of one 16-byte vector (a load of an item narrower than a
-// register takes a whole one), up to the columns of the widest item (its
-// accumulators). One-byte elements keep one item a thread: their kernels
+// registers of one 16-byte vector (item_registers), up to the columns of the
+// widest item (its accumulators). One-byte elements keep one item a thread: their kernels
 // for several took 118-178 registers (ptxas sm_90, 8-bit and bool amax).
 template <typename in_t, typename acc_t>
 constexpr int short_spread(int width) {
   const int item_bytes = width * static_cast<int>(sizeof(in_t));
-  const int registers = (item_bytes + 3) / 4;
-  const int by_registers = kVectorBytes / 4 / registers;
+  const int by_registers = kVectorBytes / 4 / item_registers(width, static_cast<int>(sizeof(in_t)));
   const int by_columns = column_width<in_t, acc_t>() / width;
   if (item_bytes >= kNarrowItemBytes || sizeof(in_t) == 1) return 1;
   return by_registers < by_columns ? by_registers : by_columns;
