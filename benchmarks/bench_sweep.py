@@ -69,6 +69,13 @@ def draw_case(rng: random.Random, max_log2: int) -> dict:
     return {"shape": shape, "dtype": dtype, "op": op, "dims": dims, "layout": layout}
 
 
+def draw_cases(seed: int, count: int, max_log2: int) -> list:
+    """The first `count` cases drawn from `seed` (the same seed gives the same cases whatever
+    the count), each with its index."""
+    rng = random.Random(seed)
+    return [{**draw_case(rng, max_log2), "index": index} for index in range(count)]
+
+
 def make_view(case: dict, device: torch.device) -> torch.Tensor:
     shape = list(case["shape"])
     if case["layout"] == "transposed":
@@ -83,14 +90,19 @@ def make_view(case: dict, device: torch.device) -> torch.Tensor:
     return x
 
 
-def bench_case(case: dict, device, info) -> dict:
-    x = make_view(case, device)
+def case_calls(case: dict, x: torch.Tensor) -> tuple:
+    """(ours, torch's): the case's op over its dims of x, as calls of no arguments."""
     ours, theirs = OPS[case["op"]]
     dims = case["dims"]
     if dims is None:
-        ours_call, torch_call = (lambda: ours(x)), (lambda: theirs(x))
-    else:
-        ours_call, torch_call = (lambda: ours(x, dims)), (lambda: theirs(x, dims))
+        return (lambda: ours(x)), (lambda: theirs(x))
+    return (lambda: ours(x, dims)), (lambda: theirs(x, dims))
+
+
+def bench_case(case: dict, device, info) -> dict:
+    x = make_view(case, device)
+    dims = case["dims"]
+    ours_call, torch_call = case_calls(case, x)
     nbytes = x.numel() * x.element_size()
     result = {**case, "stride": list(x.stride()), "bytes": nbytes}
     result["check"] = harness.checked_result(ours_call, torch_call, x, case["op"], dims)
@@ -157,16 +169,13 @@ def main():
     count = QUICK_CASES if args.quick else args.cases or DEFAULT_CASES[device.type]
     if args.only is not None:
         count = max(args.only) + 1  # the draws are the same whatever the count
-    rng = random.Random(args.seed)
     torch.manual_seed(args.seed)
     report.print_header("random reductions: torch_reduce vs torch", info)
     cases = []
     progress = report.Progress(count if args.only is None else len(args.only), "sweep")
-    for index in range(count):
-        case = draw_case(rng, MAX_ELEMENTS_LOG2[device.type])
-        if args.only is not None and index not in args.only:
+    for case in draw_cases(args.seed, count, MAX_ELEMENTS_LOG2[device.type]):
+        if args.only is not None and case["index"] not in args.only:
             continue
-        case["index"] = index
         nbytes = math.prod(case["shape"]) * harness.DTYPES[case["dtype"]].itemsize
         shortfall = harness.memory_shortfall(2 * nbytes, device)
         if shortfall:

@@ -1,6 +1,6 @@
 """What the benchmark scripts share besides timing and reporting: importing torch_reduce from
-the repository, command-line options, random inputs, memory checks, result checks, and turning
-a timing into the figures of a table row."""
+the repository, command-line options, random inputs, memory checks, result checks, turning
+a timing into the figures of a table row, and the kernels of a torch.profiler run."""
 import argparse
 import sys
 from pathlib import Path
@@ -195,3 +195,14 @@ def release_memory(device: torch.device) -> None:
     """Returns cached GPU blocks between inputs of different sizes so the next one fits."""
     if device.type == "cuda":
         torch.cuda.empty_cache()
+
+
+def profiled_kernels(prof) -> list:
+    """(launches, mean us of one launch, name) of each GPU kernel of a torch.profiler run (the
+    device time's attribute is self_cuda_time_total in older torch releases)."""
+    rows = []
+    for event in prof.key_averages():
+        total = getattr(event, "self_device_time_total", None) or getattr(event, "self_cuda_time_total", 0)
+        if total > 0:
+            rows.append((event.count, total / event.count, event.key))
+    return rows

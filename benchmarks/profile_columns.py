@@ -37,10 +37,8 @@ def main():
                 torch.sum(x, 0)
             torch.cuda.synchronize()
         print(f"== {shape} {dtype}")
-        for event in prof.key_averages():
-            total = getattr(event, "self_device_time_total", None) or getattr(event, "self_cuda_time_total", 0)
-            if total > 0:
-                print(f"  {event.count:4d} x {total / event.count:8.2f} us  {event.key[:110]}")
+        for count, us, kernel in harness.profiled_kernels(prof):
+            print(f"  {count:4d} x {us:8.2f} us  {kernel[:110]}")
 
 
 if __name__ == "__main__":

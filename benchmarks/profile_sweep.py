@@ -11,7 +11,6 @@ call and the mean time of one. Needs a GPU.
 """
 import argparse
 import json
-import random
 
 import torch
 from torch.profiler import ProfilerActivity, profile
@@ -50,12 +49,7 @@ def kernel_times(fn) -> list:
         for _ in range(CALLS):
             fn()
         torch.cuda.synchronize()
-    rows = []
-    for event in prof.key_averages():
-        total = getattr(event, "self_device_time_total", None) or getattr(event, "self_cuda_time_total", 0)
-        if total > 0:
-            rows.append((event.count / CALLS, total / event.count, event.key))
-    return rows
+    return [(count / CALLS, us, kernel) for count, us, kernel in harness.profiled_kernels(prof)]
 
 
 def main():
@@ -67,21 +61,14 @@ def main():
     indices = args.only
     if indices is None:
         indices = slower_cases(args.sweep or report.output_paths(None, "sweep", info)[0])
-    rng = random.Random(args.seed)
     torch.manual_seed(args.seed)
-    drawn = {}
-    for index in range(max(indices, default=-1) + 1):
-        case = bench_sweep.draw_case(rng, bench_sweep.MAX_ELEMENTS_LOG2["cuda"])
-        if index in indices:
-            drawn[index] = case
+    drawn = bench_sweep.draw_cases(args.seed, max(indices, default=-1) + 1, bench_sweep.MAX_ELEMENTS_LOG2["cuda"])
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}")
     for index in indices:
         case = drawn[index]
         x = bench_sweep.make_view(case, device)
-        ours, theirs = bench_sweep.OPS[case["op"]]
         dims = case["dims"]
-        calls = {"ours": (lambda: ours(x)) if dims is None else (lambda: ours(x, dims)),
-                 "torch": (lambda: theirs(x)) if dims is None else (lambda: theirs(x, dims))}
+        calls = dict(zip(("ours", "torch"), bench_sweep.case_calls(case, x)))
         print(f"== case {index}: {case['dtype']} {case['op']} over {'all dims' if dims is None else tuple(dims)} "
               f"of {case['layout']} {tuple(x.shape)}, stride {x.stride()}")
         for name, fn in calls.items():
