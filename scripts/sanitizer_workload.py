@@ -84,13 +84,15 @@ for base, perm, dims in (((5, 7, 75, 44), (3, 1, 2, 0), (1,)), ((30, 12, 700), (
 
 # Rows read through their strides (gathered): several rows a lane, one row a lane, transposed, a
 # strided reduced dim in split rows, a small full reduction of a slice (one row, split kernel);
-# small inputs staged in shared memory (staged_rows_kernel): many rows a block, one row a block
-# staged in two rounds, the output written through a permutation. Columns read through their
-# strides (gathered columns), into a dense output and through a permutation.
+# small inputs staged in shared memory (staged_rows_kernel): many rows a block (runs of whole
+# vectors in both dtypes are staged a vector a load), one row a block staged in two rounds, the
+# output written through a permutation. Columns read through their strides (gathered columns),
+# into a dense output and through a permutation.
 for base, view, dims in (((2, 180000, 3), lambda t: t, (0, 2)), ((5, 1200, 181), lambda t: t, (0, 2)),
                          ((18, 194), lambda t: t[:, 1:], None),
                          ((15, 23400, 3), lambda t: t.transpose(0, 2), (0, 2)), ((60, 40002), lambda t: t[:, ::2], (1,)),
-                         ((3, 179, 44), lambda t: t, (0, 2)), ((3, 7, 701), lambda t: t, (0, 2)),
+                         ((3, 179, 44), lambda t: t, (0, 2)), ((3, 150, 16), lambda t: t, (0, 2)),
+                         ((3, 7, 701), lambda t: t, (0, 2)),
                          ((6, 20, 5, 18), lambda t: t.permute(0, 3, 2, 1), (0, 2)),
                          ((30, 11, 58, 3), lambda t: t[..., :2], (1,)),
                          ((30, 11, 58, 3), lambda t: t[..., :2].permute(0, 1, 3, 2), (1,))):

@@ -527,6 +527,28 @@ def test_gathered_rows_give_the_bits_of_their_copy(device, case, op, dtype, make
         assert_kept_slice_matches(reduce, x, dims, out, bitwise_equal)
 
 
+# Small gathered rows whose reduced runs are whole vectors in every dtype (runs of 16 elements:
+# one vector of one-byte elements, eight of float64), which CUDA stages a vector a load where they
+# are aligned, and element by element one element off.
+WHOLE_VECTOR_ROWS = {"aligned": lambda x: x[:-1].view(3, 150, 16), "one element off": lambda x: x[1:].view(3, 150, 16)}
+
+
+@pytest.mark.parametrize("op", ["sum", "amax"])
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=_id)
+@pytest.mark.parametrize("view", list(WHOLE_VECTOR_ROWS))
+def test_staged_rows_of_whole_vectors(device, view, dtype, op, make_input, bitwise_equal, poison, check):
+    """Reduced over (0, 2), such rows give torch's result, every output written, and on CUDA the
+    bits of their copy."""
+    x = WHOLE_VECTOR_ROWS[view](make_input((3 * 150 * 16 + 1,), dtype, device))
+    reduce = getattr(torch_reduce, op)
+    poison(device, x.numel() * 8)
+    out = reduce(x, (0, 2))
+    check(out, x, op=op, dim=(0, 2))
+    if x.is_cuda:
+        copy, copy_dims = rows_copy(x, (0, 2))
+        bitwise_equal(out, reduce(copy, copy_dims), "the copy's rows")
+
+
 # Gathered columns beside their copy, and the columns still copied: longer columns (33 rows), more
 # runs of kept dims than the kernels index (five).
 COLUMNS_CASES = {**GATHERED_COLUMNS_CASES,

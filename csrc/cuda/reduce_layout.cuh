@@ -156,6 +156,22 @@ void launch_rows(const scalar_t* data, const ReduceLayout& layout, const Output<
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// Whether staged_rows_kernel may stage a small Gather layout a vector a load:
+// its innermost reduced run is contiguous and whole vectors, and every other
+// run, and the data, start on a vector's boundary.
+template <typename scalar_t>
+bool stages_vectors(const scalar_t* data, const ReduceLayout& layout) {
+  constexpr int64_t kWidth = vector_width<scalar_t>();
+  const Runs& reduce = layout.reduce_runs;
+  const Runs& batch = layout.batch_runs;
+  if (reduce.strides[0] != 1 || reduce.sizes[0] % kWidth != 0) return false;
+  for (int d = 1; d < reduce.count; ++d)
+    if (reduce.strides[d] % kWidth != 0) return false;
+  for (int d = 0; d < batch.count; ++d)
+    if (batch.strides[d] % kWidth != 0) return false;
+  return reinterpret_cast<uintptr_t>(data) % kVectorBytes == 0;
+}
+
 // A small Gather layout (small_gather_elements), staged a few rows a block.
 template <typename scalar_t, typename acc_t, typename out_t, typename Op>
 void launch_staged_rows(const scalar_t* data, const ReduceLayout& layout, const Output<out_t>& out, const Op& op,
@@ -168,6 +184,7 @@ void launch_staged_rows(const scalar_t* data, const ReduceLayout& layout, const 
                                        staged_rows_per_block(layout.reduce, layout.batch),
                                        row_group_size(ceil_div(layout.reduce, kWidth)),
                                        {},
+                                       stages_vectors(data, layout),
                                        out.data};
   args.row_length_divisor.dims = 1;
   set_divisor(args.row_length_divisor, 0, static_cast<uint32_t>(layout.reduce));
