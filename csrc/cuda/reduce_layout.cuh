@@ -169,7 +169,7 @@ bool stages_vectors(const scalar_t* data, const ReduceLayout& layout) {
     if (reduce.strides[d] % kWidth != 0) return false;
   for (int d = 0; d < batch.count; ++d)
     if (batch.strides[d] % kWidth != 0) return false;
-  return reinterpret_cast<uintptr_t>(data) % kVectorBytes == 0;
+  return is_aligned(data);
 }
 
 // A small Gather layout (small_gather_elements), staged a few rows a block.
