@@ -172,7 +172,11 @@ __device__ __forceinline__ void tile_two_levels(const ColumnArgs<in_t, acc_t, ou
     // dim 0, us, one -> two (torch): (2632, 5) float32 3.91 -> 3.69 (3.38),
     // bfloat16 3.98 -> 3.82 (3.34), float64 4.46 -> 4.35 (3.54); float32
     // (4095, 3) 4.59 -> 4.28 (3.12); the sweep's float64 sum over (0, 1) of
-    // a (28, 94, 5) slice 4.46 -> 4.34 (3.58).
+    // a (28, 94, 5) slice 4.46 -> 4.34 (3.58). Items of 16 bytes keep one:
+    // two (a dev hook, H200 A/B of one build, not committed) spilled 392
+    // bytes in the bfloat16 sum kernel (8.4 -> 19.8 us over dim 0 of 4096 x
+    // 4096) and gained float32 nothing (123 registers, no spills; 4096 x 4096
+    // 19.7 -> 20.0 us at two blocks an SM; 7840000 x 4 33.9 -> 32.7 us).
     constexpr int kChunks = chunks_per_step<in_t, acc_t, kItems>();
     constexpr int kAhead = kChunks < 2 ? kChunks : 2;
     Vector<in_t, kItems> loaded[kAhead][kSlots];
