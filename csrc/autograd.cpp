@@ -5,6 +5,13 @@
 // reduced dims: as is for sum, divided by the count for mean, and routed to
 // the elements equal to the result for amax/amin, split evenly among ties
 // (like torch). Backward uses differentiable ATen ops, so double backward works.
+//
+// Forward mode (torch.autograd.forward_ad, torch.func.jvp): the kernels below
+// this key see no tangents, and a C++ autograd Function has no jvp, so each
+// op sets its result's tangent here: the input's tangent reduced as the input
+// is (sum, mean), or averaged over the elements equal to the result (amax,
+// amin: ties share it evenly, as in torch's forward formula). Without this
+// the tangent was silently dropped (a zero jvp).
 #include <ATen/ATen.h>
 #include <ATen/WrapDimUtilsMulti.h>
 #include <torch/autograd.h>
@@ -50,6 +57,12 @@ at::Tensor broadcast_back(AutogradContext* ctx, const at::Tensor& grad) {
   const auto sizes = ctx->saved_data["sizes"].toIntVector();
   const auto dtype = ctx->saved_data["dtype"].toScalarType();
   return with_reduced_dims(grad, dims, ctx->saved_data["keepdim"].toBool()).expand(sizes).to(dtype);
+}
+
+// Where the input equals the result of amax/amin: the elements the result came from.
+at::Tensor extremum_hits(const at::Tensor& self, const at::Tensor& result, const std::vector<int64_t>& dims,
+                         bool keepdim) {
+  return self.eq(with_reduced_dims(result, dims, keepdim));
 }
 
 struct SumFunction : public torch::autograd::Function<SumFunction> {
@@ -99,7 +112,7 @@ struct ExtremumFunction : public torch::autograd::Function<ExtremumFunction<extr
     const auto saved = ctx->get_saved_variables();
     const auto dims = ctx->saved_data["dims"].toIntVector();
     const bool keepdim = ctx->saved_data["keepdim"].toBool();
-    const at::Tensor hits = saved[0].eq(with_reduced_dims(saved[1], dims, keepdim)).to(grads[0].scalar_type());
+    const at::Tensor hits = extremum_hits(saved[0], saved[1], dims, keepdim).to(grads[0].scalar_type());
     const at::Tensor ties = hits.sum(dims, /*keepdim=*/true);
     return {hits * (with_reduced_dims(grads[0], dims, keepdim) / ties), at::Tensor(), at::Tensor()};
   }
@@ -109,29 +122,65 @@ struct ExtremumFunction : public torch::autograd::Function<ExtremumFunction<extr
 // straight to the kernel: the common inference case stays cheap.
 bool needs_grad(const at::Tensor& self) { return at::GradMode::is_enabled() && self.requires_grad(); }
 
+// torch's forward AD has one level of tangents.
+constexpr uint64_t kForwardLevel = 0;
+
+// primal(input) for the input without its tangent, with tangent_of(input's
+// primal, input's tangent, result) set as the result's tangent; just
+// primal(self) where self has none. The primal keeps the input's backward
+// graph, so both modes work at once.
+template <typename Primal, typename Tangent>
+at::Tensor with_tangent(const at::Tensor& self, const Primal& primal, const Tangent& tangent_of) {
+  const at::Tensor tangent = self._fw_grad(kForwardLevel);
+  if (!tangent.defined()) return primal(self);
+  const at::Tensor self_primal = self._fw_primal(kForwardLevel);
+  at::Tensor result = primal(self_primal);
+  result._set_fw_grad(tangent_of(self_primal, tangent, result), kForwardLevel, /*is_inplace_op=*/false);
+  return result;
+}
+
+// The op's result for an input without a tangent: straight from the kernel
+// where no gradient can be needed, else through the op's autograd Function.
+template <typename Function, typename OpHandle, typename... Args>
+at::Tensor result_of(const at::Tensor& input, OpHandle op, const Args&... args) {
+  if (!needs_grad(input)) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    return op().call(input, args...);
+  }
+  return Function::apply(input, args...);
+}
+
 at::Tensor sum_autograd(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                         std::optional<at::ScalarType> dtype, std::optional<std::string> algorithm) {
-  if (!needs_grad(self)) {
-    at::AutoDispatchBelowADInplaceOrView guard;
-    return sum_op().call(self, dim, keepdim, dtype, algorithm);
-  }
-  return SumFunction::apply(self, dim, keepdim, dtype, algorithm);
+  return with_tangent(
+      self,
+      [&](const at::Tensor& input) {
+        return result_of<SumFunction>(input, sum_op, dim, keepdim, dtype, algorithm);
+      },
+      [&](const at::Tensor&, const at::Tensor& tangent, const at::Tensor&) {
+        return sum_op().call(tangent, dim, keepdim, dtype, algorithm);
+      });
 }
 at::Tensor mean_autograd(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                          std::optional<at::ScalarType> dtype) {
-  if (!needs_grad(self)) {
-    at::AutoDispatchBelowADInplaceOrView guard;
-    return mean_op().call(self, dim, keepdim, dtype);
-  }
-  return MeanFunction::apply(self, dim, keepdim, dtype);
+  return with_tangent(
+      self, [&](const at::Tensor& input) { return result_of<MeanFunction>(input, mean_op, dim, keepdim, dtype); },
+      [&](const at::Tensor&, const at::Tensor& tangent, const at::Tensor&) {
+        return mean_op().call(tangent, dim, keepdim, dtype);
+      });
 }
 template <ExtremumOp extremum_op>
 at::Tensor extremum_autograd(const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
-  if (!needs_grad(self)) {
-    at::AutoDispatchBelowADInplaceOrView guard;
-    return extremum_op().call(self, dim, keepdim);
-  }
-  return ExtremumFunction<extremum_op>::apply(self, dim, keepdim);
+  return with_tangent(
+      self,
+      [&](const at::Tensor& input) {
+        return result_of<ExtremumFunction<extremum_op>>(input, extremum_op, dim, keepdim);
+      },
+      [&](const at::Tensor& input, const at::Tensor& tangent, const at::Tensor& result) {
+        const auto dims = reduced_dims(input, dim);
+        const at::Tensor hits = extremum_hits(input, result, dims, keepdim);
+        return at::where(hits, tangent, 0).sum(dims, keepdim) / hits.sum(dims, keepdim);
+      });
 }
 
 }  // namespace

@@ -46,12 +46,25 @@ def _reduce(fn, x, dim, keepdim):
     return fn(x, dim, keepdim)
 
 
+def _extremum_or_random(op, shape, dtype, device):
+    """Inputs for gradients: for amax/amin, values from a small set, so that several elements share the extremum."""
+    if op in ("amax", "amin"):
+        return torch.randint(-2, 3, shape).to(dtype).to(device)
+    return torch.randn(shape, dtype=dtype, device=device)
+
+
+def _torch_reduce(op, x, dim, keepdim):
+    if op in ("amax", "amin"):
+        return getattr(torch, op)(x, () if dim is None else dim, keepdim)
+    return _reduce(getattr(torch, op), x, dim, keepdim)
+
+
 @pytest.mark.parametrize("op", ["sum", "mean"])
 @pytest.mark.parametrize("shape,dim,keepdim", GRAD_CASES, ids=[f"{_id(s)}-dim{_id(d)}-{'keep' if k else 'nokeep'}" for s, d, k in GRAD_CASES])
 def test_gradcheck_sum_mean(device, op, shape, dim, keepdim):
     fn = getattr(torch_reduce, op)
     x = torch.randn(shape, dtype=torch.float64, device=device, requires_grad=True)
-    assert torch.autograd.gradcheck(lambda t: _reduce(fn, t, dim, keepdim), (x,))
+    assert torch.autograd.gradcheck(lambda t: _reduce(fn, t, dim, keepdim), (x,), check_forward_ad=True)
     assert torch.autograd.gradgradcheck(lambda t: _reduce(fn, t, dim, keepdim), (x,))
 
 
@@ -60,19 +73,11 @@ def test_gradcheck_sum_mean(device, op, shape, dim, keepdim):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16], ids=_id)
 def test_gradient_equals_torch(device, op, shape, dim, keepdim, dtype):
     """The input gradient equals torch's (dtype and values), for a random upstream gradient."""
-    ours_fn, torch_fn = getattr(torch_reduce, op), getattr(torch, op)
-    if op in ("amax", "amin"):
-        # Ties: values from a small set, so that several elements share the extremum.
-        base = torch.randint(-2, 3, shape).to(dtype).to(device)
-    else:
-        base = torch.randn(shape, dtype=dtype, device=device)
+    base = _extremum_or_random(op, shape, dtype, device)
     x1 = base.clone().requires_grad_()
     x2 = base.clone().requires_grad_()
-    y1 = _reduce(ours_fn, x1, dim, keepdim)
-    if op in ("amax", "amin"):
-        y2 = torch_fn(x2, () if dim is None else dim, keepdim)
-    else:
-        y2 = _reduce(torch_fn, x2, dim, keepdim)
+    y1 = _reduce(getattr(torch_reduce, op), x1, dim, keepdim)
+    y2 = _torch_reduce(op, x2, dim, keepdim)
     assert y1.shape == y2.shape and y1.dtype == y2.dtype
     g = torch.randn(y2.shape, dtype=dtype, device=device)
     y1.backward(g)
@@ -103,7 +108,69 @@ def test_extremum_gradient_split_evenly_among_ties(device, op):
 def test_gradcheck_extremum_without_ties(device, op, dim):
     x = (torch.randperm(20, dtype=torch.float64) / 7).view(4, 5).to(device).requires_grad_()
     fn = getattr(torch_reduce, op)
-    assert torch.autograd.gradcheck(lambda t: fn(t) if dim is None else fn(t, dim), (x,))
+    assert torch.autograd.gradcheck(lambda t: fn(t) if dim is None else fn(t, dim), (x,), check_forward_ad=True)
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "amax", "amin"])
+@pytest.mark.parametrize("shape,dim,keepdim", GRAD_CASES, ids=[f"{_id(s)}-dim{_id(d)}-{'keep' if k else 'nokeep'}" for s, d, k in GRAD_CASES])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16], ids=_id)
+def test_forward_ad_tangent_equals_torch(device, op, shape, dim, keepdim, dtype):
+    """Forward mode (torch.autograd.forward_ad): the result's tangent equals torch's (ties of
+    amax/amin share the tangent evenly), and its primal is the op's own result."""
+    import torch.autograd.forward_ad as fwAD
+
+    x = _extremum_or_random(op, shape, dtype, device)
+    tangent = torch.randn(shape, dtype=dtype, device=device)
+    with fwAD.dual_level():
+        ours = fwAD.unpack_dual(_reduce(getattr(torch_reduce, op), fwAD.make_dual(x, tangent), dim, keepdim))
+        theirs = fwAD.unpack_dual(_torch_reduce(op, fwAD.make_dual(x, tangent), dim, keepdim))
+    assert ours.tangent is not None, "the tangent was dropped"
+    assert ours.tangent.dtype == theirs.tangent.dtype and ours.tangent.shape == theirs.tangent.shape
+    assert torch.equal(ours.primal, _reduce(getattr(torch_reduce, op), x, dim, keepdim))
+    tol = {torch.float16: 1e-3, torch.bfloat16: 1e-2}.get(dtype, 1e-6)
+    torch.testing.assert_close(ours.tangent, theirs.tangent, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "amax", "amin"])
+def test_forward_and_backward_at_once(device, op):
+    """A dual input that also requires grad: the result has torch's tangent and backward still
+    reaches the input."""
+    import torch.autograd.forward_ad as fwAD
+
+    x = _extremum_or_random(op, (3, 4), torch.float64, device).requires_grad_()
+    tangent = torch.randn(3, 4, dtype=torch.float64, device=device)
+    with fwAD.dual_level():
+        primal, ours = fwAD.unpack_dual(getattr(torch_reduce, op)(fwAD.make_dual(x, tangent), 1))
+        theirs = fwAD.unpack_dual(getattr(torch, op)(fwAD.make_dual(x.detach(), tangent), 1)).tangent
+    torch.testing.assert_close(ours, theirs)
+    primal.sum().backward()
+    x2 = x.detach().clone().requires_grad_()
+    getattr(torch, op)(x2, 1).sum().backward()
+    torch.testing.assert_close(x.grad, x2.grad)
+
+
+@pytest.mark.filterwarnings("ignore:There is a performance drop")
+@pytest.mark.parametrize("op", ["sum", "mean", "amax", "amin"])
+def test_torch_func_jvp_and_vmap(device, op):
+    """torch.func.jvp, jacfwd and vmap give torch's results (vmap through torch's per-sample
+    fallback, which warns of it: the ops have no batching rule)."""
+    x = torch.randn(3, 4, 5, dtype=torch.float64, device=device)
+    tangent = torch.randn_like(x)
+    ours_fn, torch_fn = getattr(torch_reduce, op), getattr(torch, op)
+    ours = torch.func.jvp(lambda v: ours_fn(v, 1), (x,), (tangent,))
+    theirs = torch.func.jvp(lambda v: torch_fn(v, 1), (x,), (tangent,))
+    torch.testing.assert_close(ours, theirs)
+    jacobian = torch.func.jacfwd(lambda v: ours_fn(v, 0))(x[0])
+    torch.testing.assert_close(jacobian, torch.func.jacfwd(lambda v: torch_fn(v, 0))(x[0]))
+    torch.testing.assert_close(torch.vmap(lambda v: ours_fn(v, 1))(x), torch_fn(x, 2))
+
+
+def test_torch_func_grad_is_refused_with_an_error(device):
+    """torch.func's reverse-mode transforms (grad, vjp, jacrev) cannot run the ops' C++ autograd
+    Function: they raise rather than return a wrong gradient."""
+    x = torch.randn(3, 4, dtype=torch.float64, device=device)
+    with pytest.raises(RuntimeError, match="functorch transforms"):
+        torch.func.grad(lambda v: torch_reduce.sum(v))(x)
 
 
 @pytest.mark.parametrize("dtype_arg", [torch.float64, torch.float32], ids=_id)
