@@ -304,6 +304,57 @@ def test_compile_fullgraph_dtypes(device, backend, dtype, make_input, fresh_dyna
 
 
 # --------------------------------------------------------------------------- #
+# Autocast
+# --------------------------------------------------------------------------- #
+# (op, input dtype, dtype=): every op and input dtype it takes; sum and mean of floating inputs also
+# with a dtype given.
+AUTOCAST_CASES = [
+    pytest.param(op, dtype, dtype_arg, id=f"{op}-{_id(dtype)}-dtype={_id(dtype_arg)}")
+    for op in ("sum", "mean", "amax", "amin")
+    for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int32)
+    for dtype_arg in (None, torch.float16)
+    if (op != "mean" or dtype.is_floating_point)
+    and (dtype_arg is None or (op in ("sum", "mean") and dtype.is_floating_point))
+]
+
+
+@pytest.mark.parametrize("op,dtype,dtype_arg", AUTOCAST_CASES)
+def test_cuda_autocast_gives_torchs_dtypes(op, dtype, dtype_arg):
+    """Under CUDA autocast each op's result has the dtype of torch's: sum of a float16 or bfloat16
+    input is float32 unless dtype= says otherwise; mean, amax and amin keep the input's. Checked on
+    fake CUDA tensors, so without a GPU too (autocast switched on directly: torch.autocast turns
+    itself off where CUDA is not available)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    kwargs = {} if dtype_arg is None else {"dtype": dtype_arg}
+    ours_fn, torch_fn = getattr(torch_reduce, op), getattr(torch, op)
+    was_enabled = torch.is_autocast_enabled("cuda")
+    with FakeTensorMode():
+        x = torch.empty(4, 8, dtype=dtype, device="cuda")
+        torch.set_autocast_enabled("cuda", True)
+        try:
+            ours, theirs = ours_fn(x, 1, **kwargs), torch_fn(x, 1, **kwargs)
+        finally:
+            torch.set_autocast_enabled("cuda", was_enabled)
+    assert ours.dtype == theirs.dtype
+
+
+@pytest.mark.requires_cuda
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=_id)
+def test_cuda_autocast_sum_is_float32(cuda_device, dtype, make_input, bitwise_equal):
+    """Under torch.autocast a half-precision sum is float32, like torch.sum's: 2^17 float16 ones sum
+    to 131072, not inf; the bits are those of sum(dtype=torch.float32)."""
+    ones = torch.ones(2**17, dtype=dtype, device=cuda_device)
+    x = make_input((300, 1000), dtype, cuda_device)
+    with torch.autocast("cuda", dtype=dtype):
+        total, rows, theirs = torch_reduce.sum(ones), torch_reduce.sum(x, 1), torch.sum(x, 1)
+    assert total.dtype == torch.float32 and total.item() == 2**17
+    assert rows.dtype == theirs.dtype == torch.float32
+    bitwise_equal(rows, torch_reduce.sum(x, 1, dtype=torch.float32), "autocast sum")
+    torch.testing.assert_close(rows, theirs, rtol=1e-5, atol=1e-3)
+
+
+# --------------------------------------------------------------------------- #
 # CUDA graphs
 # --------------------------------------------------------------------------- #
 @pytest.mark.requires_cuda
