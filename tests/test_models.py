@@ -1,10 +1,12 @@
-"""torch_reduce in models: autograd (gradcheck, gradients equal to torch's),
-torch.library.opcheck, torch.compile(fullgraph=True), CUDA graph capture, and
-training a small MLP whose loss uses the ops, against the same model with torch's.
+"""torch_reduce in models: autograd (gradcheck, gradients equal to torch's, forward mode,
+torch.func), torch.library.opcheck, torch.compile(fullgraph=True), autocast, CUDA graph capture,
+and training a small MLP whose loss uses the ops, against the same model with torch's.
 """
 import pytest
 import torch
+import torch.autograd.forward_ad as fwAD
 from torch import nn
+from torch._subclasses.fake_tensor import FakeTensorMode
 
 import torch_reduce
 from cases import _id
@@ -117,8 +119,6 @@ def test_gradcheck_extremum_without_ties(device, op, dim):
 def test_forward_ad_tangent_equals_torch(device, op, shape, dim, keepdim, dtype):
     """Forward mode (torch.autograd.forward_ad): the result's tangent equals torch's (ties of
     amax/amin share the tangent evenly), and its primal is the op's own result."""
-    import torch.autograd.forward_ad as fwAD
-
     x = _extremum_or_random(op, shape, dtype, device)
     tangent = torch.randn(shape, dtype=dtype, device=device)
     with fwAD.dual_level():
@@ -135,8 +135,6 @@ def test_forward_ad_tangent_equals_torch(device, op, shape, dim, keepdim, dtype)
 def test_forward_and_backward_at_once(device, op):
     """A dual input that also requires grad: the result has torch's tangent and backward still
     reaches the input."""
-    import torch.autograd.forward_ad as fwAD
-
     x = _extremum_or_random(op, (3, 4), torch.float64, device).requires_grad_()
     tangent = torch.randn(3, 4, dtype=torch.float64, device=device)
     with fwAD.dual_level():
@@ -324,8 +322,6 @@ def test_cuda_autocast_gives_torchs_dtypes(op, dtype, dtype_arg):
     input is float32 unless dtype= says otherwise; mean, amax and amin keep the input's. Checked on
     fake CUDA tensors, so without a GPU too (autocast switched on directly: torch.autocast turns
     itself off where CUDA is not available)."""
-    from torch._subclasses.fake_tensor import FakeTensorMode
-
     kwargs = {} if dtype_arg is None else {"dtype": dtype_arg}
     ours_fn, torch_fn = getattr(torch_reduce, op), getattr(torch, op)
     was_enabled = torch.is_autocast_enabled("cuda")
