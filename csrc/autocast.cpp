@@ -9,6 +9,7 @@
 // amax and amin have no autocast policy, nor have these ops: the Autocast
 // keys fall through for them. CPU autocast leaves torch.sum alone too.
 #include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/library.h>
 
@@ -17,14 +18,11 @@
 namespace torch_reduce {
 namespace {
 
-bool cuda_autocast_eligible(const at::Tensor& self) {
-  return self.is_cuda() && self.is_floating_point() && self.scalar_type() != at::kDouble;
-}
-
 at::Tensor sum_autocast_cuda(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                              std::optional<at::ScalarType> dtype, std::optional<std::string> algorithm) {
   c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCUDA);
-  if (!dtype.has_value() && cuda_autocast_eligible(self)) dtype = at::kFloat;
+  // ATen's own test of an input its CUDA policies apply to (floating, not float64).
+  if (!dtype.has_value() && at::autocast::is_eligible(self, c10::DeviceType::CUDA)) dtype = at::kFloat;
   return sum_op().call(self, dim, keepdim, dtype, algorithm);
 }
 
