@@ -40,6 +40,7 @@ GRAD_CASES = [
     ((), 0, True),
     ((7,), 0, False),
 ]
+GRAD_IDS = [f"{_id(s)}-dim{_id(d)}-{'keep' if k else 'nokeep'}" for s, d, k in GRAD_CASES]
 
 
 def _reduce(fn, x, dim, keepdim):
@@ -62,7 +63,7 @@ def _torch_reduce(op, x, dim, keepdim):
 
 
 @pytest.mark.parametrize("op", ["sum", "mean"])
-@pytest.mark.parametrize("shape,dim,keepdim", GRAD_CASES, ids=[f"{_id(s)}-dim{_id(d)}-{'keep' if k else 'nokeep'}" for s, d, k in GRAD_CASES])
+@pytest.mark.parametrize("shape,dim,keepdim", GRAD_CASES, ids=GRAD_IDS)
 def test_gradcheck_sum_mean(device, op, shape, dim, keepdim):
     fn = getattr(torch_reduce, op)
     x = torch.randn(shape, dtype=torch.float64, device=device, requires_grad=True)
@@ -71,7 +72,7 @@ def test_gradcheck_sum_mean(device, op, shape, dim, keepdim):
 
 
 @pytest.mark.parametrize("op", ["sum", "mean", "amax", "amin"])
-@pytest.mark.parametrize("shape,dim,keepdim", GRAD_CASES, ids=[f"{_id(s)}-dim{_id(d)}-{'keep' if k else 'nokeep'}" for s, d, k in GRAD_CASES])
+@pytest.mark.parametrize("shape,dim,keepdim", GRAD_CASES, ids=GRAD_IDS)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16], ids=_id)
 def test_gradient_equals_torch(device, op, shape, dim, keepdim, dtype):
     """The input gradient equals torch's (dtype and values), for a random upstream gradient."""
@@ -114,7 +115,7 @@ def test_gradcheck_extremum_without_ties(device, op, dim):
 
 
 @pytest.mark.parametrize("op", ["sum", "mean", "amax", "amin"])
-@pytest.mark.parametrize("shape,dim,keepdim", GRAD_CASES, ids=[f"{_id(s)}-dim{_id(d)}-{'keep' if k else 'nokeep'}" for s, d, k in GRAD_CASES])
+@pytest.mark.parametrize("shape,dim,keepdim", GRAD_CASES, ids=GRAD_IDS)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16], ids=_id)
 def test_forward_ad_tangent_equals_torch(device, op, shape, dim, keepdim, dtype):
     """Forward mode (torch.autograd.forward_ad): the result's tangent equals torch's (ties of
