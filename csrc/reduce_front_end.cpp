@@ -701,25 +701,23 @@ at::Tensor reduce_front_end(ReduceKind kind, const char* name,
     algo = environment_algorithm().value_or(Algorithm::Default);
   }
 
-  const auto out_options = self.options().dtype(dtypes.result);
-  const int64_t out_numel = product(out_shape);
-  if (out_numel == 0) return at::empty(out_shape, out_options);
-  if (count == 0) {
-    switch (kind) {
-      case ReduceKind::Sum:
-        return at::zeros(out_shape, out_options);
-      case ReduceKind::Mean:
-        return at::full(out_shape, std::numeric_limits<double>::quiet_NaN(), out_options);
-      case ReduceKind::Max:
-      case ReduceKind::Min:
-        TORCH_CHECK(!all_dims, name,
-                    "(): Expected reduction dim to be specified for input.numel() == 0. "
-                    "Specify the reduction dim with the 'dim' argument.");
-        for (int64_t d = 0; d < ndim; ++d) {
-          TORCH_CHECK_INDEX(!(reduced[d] && self.size(d) == 0), name,
-                            "(): Expected reduction dim ", d, " to have non-zero size.");
-        }
+  // An extremum has no identity: reducing an empty dim raises, as in torch,
+  // even where the output is empty too (an empty kept dim), and names the
+  // first such dim as the caller wrote it.
+  if (count == 0 && (kind == ReduceKind::Max || kind == ReduceKind::Min)) {
+    TORCH_CHECK(!all_dims, name,
+                "(): Expected reduction dim to be specified for input.numel() == 0. "
+                "Specify the reduction dim with the 'dim' argument.");
+    for (const int64_t d : *dim) {
+      TORCH_CHECK_INDEX(self.size(at::maybe_wrap_dim(d, ndim)) != 0, name,
+                        "(): Expected reduction dim ", d, " to have non-zero size.");
     }
+  }
+  const auto out_options = self.options().dtype(dtypes.result);
+  if (product(out_shape) == 0) return at::empty(out_shape, out_options);
+  if (count == 0) {
+    return kind == ReduceKind::Sum ? at::zeros(out_shape, out_options)
+                                   : at::full(out_shape, std::numeric_limits<double>::quiet_NaN(), out_options);
   }
 
   // Expanded dims are cut before the cast, which would write the expansion; not for the

@@ -257,13 +257,18 @@ def test_inf_and_nan_in_rows(device, op, dtype, make_input, check):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int32, torch.bool], ids=_id)
 @pytest.mark.parametrize(
     "shape,dim",
-    [((0,), None), ((0,), 0), ((0, 3), None), ((0, 3), 0), ((3, 0), 1), ((3, 0), -1), ((2, 0, 4), (0, 1)), ((0, 3), [])],
+    [((0,), None), ((0,), 0), ((0, 3), None), ((0, 3), 0), ((3, 0), 1), ((3, 0), -1), ((2, 0, 4), (0, 1)), ((0, 3), []),
+     # the output empty too: still an empty reduction
+     ((0, 0), 0), ((0, 0, 2), -3), ((2, 0, 0), (2, -2)), ((0, 0, 2), (2, 1, 0))],
     ids=_id,
 )
 def test_extremum_of_empty_reduction_raises_like_torch(device, op, dtype, shape, dim, raises_like_torch):
+    """The error and its message, which names the first empty reduced dim as the caller wrote it."""
     x = torch.empty(shape, dtype=dtype, device=device)
     args = () if dim is None else (dim,)
-    raises_like_torch(lambda: OPS[op](x, *args), lambda: TORCH[op](x, *args))
+    with pytest.raises(Exception) as torch_err:
+        TORCH[op](x, *args)
+    raises_like_torch(lambda: OPS[op](x, *args), lambda: TORCH[op](x, *args), match=re.escape(str(torch_err.value)))
 
 
 @pytest.mark.parametrize("op", ["amax", "amin"])
