@@ -414,8 +414,18 @@ inline int tile_lane_groups(int row_lanes) { return kColumnThreads / (kSlots * r
 // faster (float32 131072 x 256: 32 chunks, 52.5 -> 52.2; 65536 x 1024: 16
 // chunks, 97.0 -> 98.6), and so were most first passes of one tile (float32
 // 2048 x 2048 4.6 -> 6.2, 2048 x 512 4.0 -> 4.6, bfloat16 4096 x 4096 8.8 ->
-// 10.2; only bfloat16 2048 x 512 gained, 5.2 -> 4.5), which keep their teams.
+// 10.2; only bfloat16 2048 x 512 gained, 5.2 -> 4.5), which keep their teams
+// -- but for first passes of at most kFewTeamBlocks team blocks (those were
+// of 128), where the device is mostly idle and each team's rounds follow one
+// another: single chunks read them in one round of more blocks (H200 A/B,
+// one build, the rule switched by a dev hook, not committed, sweep of seed 0,
+// us, teams -> single chunks (torch): case 218, float64 sum over (0, 1) of a
+// sliced (28, 94, 5), 42 chunks of 2 item groups, 4.42 -> 2.52 (3.51); case
+// 392, float32 sum over (0, 1) of a sliced (26, 152, 2, 7), 4.47 -> 2.58
+// (5.30); no other case of the 400 nor of bench_dims.py's sum moved past
+// the run-to-run spread, with a bound of 8 blocks or of 32).
 constexpr int64_t kLaterPassTeamChunks = 4 * kSlots;
+constexpr int64_t kFewTeamBlocks = 32;
 
 // Columns of one chunk (64 rows or fewer) go to single chunks, which write
 // the output: a team would leave seven of its eight lane groups idle (H100
@@ -440,8 +450,9 @@ inline TileMode tile_mode(int64_t item_groups, int row_lanes, int64_t chunks, bo
     // it in several rounds, the wide blocks take one or two.
     const bool one_tile = chunks <= kFoldLength && item_groups < sm_count();
     if (one_tile && chunks > kSlots && row_lanes < kMaxRowLanes) return TileMode::Wide;
-    if (one_tile && later_pass && chunks > kLaterPassTeamChunks) return TileMode::Chunks;
     const int64_t team_blocks = ceil_div(item_groups * ceil_div(chunks, kFoldLength), tile_teams(row_lanes));
+    if (one_tile && chunks > kLaterPassTeamChunks && (later_pass || team_blocks <= kFewTeamBlocks))
+      return TileMode::Chunks;
     if (!tiles_fill_waves(team_blocks, team_slots) && item_groups * chunks <= kChunkKernelMaxUnits)
       return TileMode::Chunks;
     return TileMode::Teams;
