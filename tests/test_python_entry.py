@@ -36,6 +36,50 @@ def test_fast_path_matches_torch_ops(device, op, dim, keepdim, make_input, bitwi
     bitwise_equal(getattr(torch_reduce, op)(x, dim, keepdim), reference)
 
 
+def np():
+    """numpy, for the forms that need it (skipped with a reason where it is not installed)."""
+    return pytest.importorskip("numpy")
+
+
+# dim forms torch's reductions take beyond ints and lists of ints, and those they refuse.
+TAKEN_DIMS = {
+    "numpy int": lambda: np().int64(1),
+    "numpy ints": lambda: (np().int32(0), np().uint8(2)),
+    "0-d tensor": lambda: torch.tensor(1),
+    "one-element tensor": lambda: torch.tensor([-1]),
+    "tensors in a list": lambda: [torch.tensor(0), torch.tensor(2)],
+}
+REFUSED_DIMS = {
+    "bool": lambda: True,
+    "two-element tensor": lambda: torch.tensor([0, 1]),
+    "float tensor": lambda: torch.tensor(1.0),
+    "numpy array": lambda: np().array([0, 1]),
+}
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("form", list(TAKEN_DIMS))
+@pytest.mark.parametrize("keepdim", [False, True], ids=["nokeep", "keepdim"])
+def test_wrappers_take_the_dim_forms_torch_takes(device, op, form, keepdim, make_input, bitwise_equal):
+    x = make_input((3, 4, 5), torch.float32, device)
+    dim = TAKEN_DIMS[form]()
+    reference = getattr(torch_reduce, op)(x, torch.tensor(dim).reshape(-1).tolist(), keepdim)
+    bitwise_equal(getattr(torch_reduce, op)(x, dim, keepdim), reference)
+    bitwise_equal(getattr(torch_reduce, op)(x, dim=dim, keepdim=keepdim), reference)
+    assert reference.shape == getattr(torch, op)(x, dim, keepdim).shape
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("form", list(REFUSED_DIMS))
+def test_wrappers_refuse_the_dim_forms_torch_refuses(op, form, make_input):
+    x = make_input((3, 4, 5), torch.float32, "cpu")
+    dim = REFUSED_DIMS[form]()
+    with pytest.raises(TypeError):
+        getattr(torch, op)(x, dim)
+    with pytest.raises(TypeError):
+        getattr(torch_reduce, op)(x, dim)
+
+
 class Recorded(torch.Tensor):
     """A subclass whose __torch_function__ records the functions it sees."""
 

@@ -1,5 +1,6 @@
 """The Python face of the ops: documented wrappers with torch's signatures, and
 the fake (meta) kernels that let them run under torch.compile."""
+import operator
 from typing import List, Optional, Sequence, Union
 
 import torch
@@ -30,10 +31,20 @@ _fast_amin = _C.amin
 
 
 def _dim_list(dim: DimArg) -> Optional[List[int]]:
+    """dim as torch's reductions take it: None, an int, or a sequence of ints.
+
+    Like torch: a bool is refused, and any other integer scalar (a numpy
+    integer, a one-element integer tensor) is one dim. A sequence's elements
+    are left to the op's schema, which takes what aten's does.
+    """
     if dim is None:
         return None
+    if isinstance(dim, bool):
+        raise TypeError("dim must be an int or a sequence of ints, not bool")
     if isinstance(dim, int):
         return [dim]
+    if hasattr(dim, "__index__"):
+        return [operator.index(dim)]
     return list(dim)
 
 
