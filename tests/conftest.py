@@ -16,6 +16,7 @@
   shape and device always against torch's.
 """
 import math
+import re
 import zlib
 
 import pytest
@@ -213,10 +214,13 @@ def check():
     return assert_matches_reference
 
 
-def assert_raises_like_torch(ours, theirs, match=None):
-    """`theirs()` (torch) must raise; `ours()` must raise the same exception type."""
+def assert_raises_like_torch(ours, theirs, match=None, same_message=False):
+    """`theirs()` (torch) must raise; `ours()` must raise the same exception type (and, with
+    same_message, torch's message word for word)."""
     with pytest.raises(Exception) as torch_err:
         theirs()
+    if same_message:
+        match = re.escape(str(torch_err.value))
     with pytest.raises(torch_err.type, match=match):
         ours()
 

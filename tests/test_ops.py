@@ -266,9 +266,7 @@ def test_extremum_of_empty_reduction_raises_like_torch(device, op, dtype, shape,
     """The error and its message, which names the first empty reduced dim as the caller wrote it."""
     x = torch.empty(shape, dtype=dtype, device=device)
     args = () if dim is None else (dim,)
-    with pytest.raises(Exception) as torch_err:
-        TORCH[op](x, *args)
-    raises_like_torch(lambda: OPS[op](x, *args), lambda: TORCH[op](x, *args), match=re.escape(str(torch_err.value)))
+    raises_like_torch(lambda: OPS[op](x, *args), lambda: TORCH[op](x, *args), same_message=True)
 
 
 @pytest.mark.parametrize("op", ["amax", "amin"])
