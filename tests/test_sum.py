@@ -118,6 +118,29 @@ def test_sum_short_rows_and_narrow_columns(device, dtype, width, dim, make_input
     check(torch_reduce.sum(x, dim), x, dim=dim)
 
 
+# The CPU cuts each reduced dim into blocks and hands its threads spans of them, shorter the more
+# threads it has, and folds narrow columns' whole blocks 8, 4 or 2 at a time as a span allows. Each
+# block is folded alone and the blocks' results combine in one fixed tree, so the thread count
+# never changes a bit: spans of 1 to 4 blocks, whole units, ragged last blocks.
+THREAD_COUNT_CASES = [((1031, 3), 0), ((2, 700, 5), 1), ((4, 1200, 1), 1), ((16, 200, 8), 1), ((3, 33000), 1)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64], ids=_id)
+@pytest.mark.parametrize("shape,dim", THREAD_COUNT_CASES, ids=_id)
+def test_cpu_thread_count_does_not_change_the_bits(dtype, shape, dim, make_input, bitwise_equal):
+    x = make_input(shape, dtype, "cpu")
+    threads = torch.get_num_threads()
+    try:
+        results = {}
+        for n in (1, 2, 3, 8):
+            torch.set_num_threads(n)
+            results[n] = torch_reduce.sum(x, dim)
+    finally:
+        torch.set_num_threads(threads)
+    for n in (2, 3, 8):
+        bitwise_equal(results[n], results[1], f"{n} threads against 1")
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32, torch.bool], ids=_id)
 @pytest.mark.parametrize(
     "shape,dim",
