@@ -23,10 +23,12 @@ pytestmark = pytest.mark.skipif(
 # (name, shape, dims): full reductions and rows long enough for the lanes, short rows of a
 # compile-time and a run-time length, wide columns (the column tiles and their remainder), columns
 # of a tile, whole vectors and part of one (float16: tiles of four vectors, then one, the last one
-# in part), columns of part of a vector, narrow columns (side by side).
+# in part), columns of part of a vector, narrow columns (side by side), rows of a few vectors (eight
+# to a call, then the rest one by one).
 LAYOUTS = [
     ("full", (70001,), None),
     ("long rows", (3, 5000), (1,)),
+    ("rows of a few vectors", (4001, 77), (1,)),
     ("short rows, length 5", (4001, 5), (1,)),
     ("short rows, length 21", (4001, 21), (1,)),
     ("wide columns", (300, 1030), (0,)),

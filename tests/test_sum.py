@@ -141,6 +141,25 @@ def test_cpu_thread_count_does_not_change_the_bits(dtype, shape, dim, make_input
         bitwise_equal(results[n], results[1], f"{n} threads against 1")
 
 
+# The CPU folds rows of up to 1 KiB eight to a call, each by the operations that fold it alone: a
+# row's bits depend neither on its place among the eight nor on the rows around it. Lengths: around
+# the accumulator lanes (16 or 32), a few vectors and a tail, 1 KiB of float32 and just over it.
+@pytest.mark.parametrize(
+    "dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int32, torch.int8, torch.bool], ids=_id
+)
+@pytest.mark.parametrize("length", [16, 33, 77, 256, 257])
+@pytest.mark.parametrize("op", ["sum", "amax", "amin"])
+def test_rows_folded_together_take_the_bits_of_each_row_alone(device, dtype, length, op, make_input, check,
+                                                              bitwise_equal):
+    x = make_input((203, length), dtype, device)
+    fn = getattr(torch_reduce, op)
+    rows = fn(x, 1)
+    check(rows, x, op=op, dim=1)
+    for k in (0, 1, 7, 8, 100, 201, 202):
+        bitwise_equal(fn(x[k : k + 1], 1), rows[k : k + 1], f"row {k} alone")
+    bitwise_equal(fn(x[3:], 1), rows[3:], "the rows from 3 on")
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32, torch.bool], ids=_id)
 @pytest.mark.parametrize(
     "shape,dim",
