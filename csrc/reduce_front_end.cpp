@@ -1,6 +1,7 @@
 #include "reduce_front_end.h"
 
 #include <ATen/WrapDimUtilsMulti.h>
+#include <c10/util/SmallVector.h>
 
 #include <algorithm>
 #include <numeric>
@@ -93,12 +94,22 @@ int64_t product(at::IntArrayRef sizes) {
   return n;
 }
 
+// Dims and runs live inline, in SmallVectors: as std::vectors, each group's
+// dims, each list of groups and each order or shape was a heap allocation,
+// and a small reduction plans several. Dev A/B on the 2-core CPU (not
+// committed), us, std::vector -> SmallVector (torch): sum of 1024 float64
+// 1.20 -> 1.17 (1.06); amax over dim 0 of (128, 16) 1.70 -> 1.57 (5.8); sum
+// of a (128, 16) slice 2.56 -> 2.24 (1.52); mean over (0, 1) of a permuted
+// (42, 10, 13, 12) 5.61 -> 5.17 (5.17).
+using DimList = c10::SmallVector<int64_t, 8>;
+
 struct Group {
   int64_t size;
   int64_t stride;
   bool reduced;
-  std::vector<int64_t> dims;
+  DimList dims;
 };
+using Groups = c10::SmallVector<Group, 8>;
 
 // Merges the dims, visited in `order`, into runs: adjacent dims of the same
 // kind whose memory is contiguous with respect to each other, sizes of 1
@@ -109,9 +120,9 @@ struct Group {
 // tensor's reduced dims form two runs there; a dense copy of the cut would
 // make them one, and read columns where the whole reads rows (batch
 // invariance: (4, 7, 16, 8)[:, 6:7] over (0, 2) on the GPU).
-std::vector<Group> merge_runs(const at::Tensor& input, const std::vector<bool>& reduced,
-                              const std::vector<int64_t>& order, const at::Tensor& view) {
-  std::vector<Group> groups;
+Groups merge_runs(const at::Tensor& input, const std::vector<bool>& reduced, at::IntArrayRef order,
+                  const at::Tensor& view) {
+  Groups groups;
   int64_t cut_stride = -1;  // the view's stride of a cut kept dim since the last group's last dim
   for (const int64_t d : order) {
     const int64_t size = input.size(d), stride = input.stride(d);
@@ -138,13 +149,13 @@ std::vector<Group> merge_runs(const at::Tensor& input, const std::vector<bool>& 
 // Matches the runs of the dims visited in `order` against the two layouts.
 // `view`: the tensor whose strides `input` stands for (see plan_layout).
 std::optional<ReduceLayout> match_layout(const at::Tensor& input, const std::vector<bool>& reduced,
-                                         const std::vector<int64_t>& order, const at::Tensor& view) {
-  const std::vector<Group> groups = merge_runs(input, reduced, order, view);
+                                         at::IntArrayRef order, const at::Tensor& view) {
+  const Groups groups = merge_runs(input, reduced, order, view);
   const bool full = all_reduced(reduced);
-  std::vector<Group> kept, red;
+  Groups kept, red;
   for (const auto& g : groups) (g.reduced ? red : kept).push_back(g);
   if (red.size() > 1 || kept.size() > 2) return std::nullopt;
-  const Group r = red.empty() ? Group{1, 1, true} : red[0];
+  const Group r = red.empty() ? Group{1, 1, true, {}} : red[0];
   // Columns of width one: a kept dim of size 1 cut from columns, and at most one larger kept dim
   // (the columns' batch), before the run or after it. They must be summed in the order of the
   // wider columns of which they are a slice: x[..., :1] of a reduction over a middle dim or over
@@ -181,18 +192,18 @@ std::optional<ReduceLayout> match_layout(const at::Tensor& input, const std::vec
 
   // Inner: the reduced elements of each output are contiguous.
   if (r.stride == 1 && kept.size() <= 1 && !column_of_one) {
-    const Group k = kept.empty() ? Group{1, 0, false} : kept[0];
+    const Group k = kept.empty() ? Group{1, 0, false, {}} : kept[0];
     return ReduceLayout{ReduceLayout::Inner, k.size, r.size, 1, k.stride, 1, full};
   }
   // Outer: the last kept dim is contiguous; the output index is
   // (first kept, last kept) in row-major order.
   if (!kept.empty() && kept.back().stride == 1) {
-    const Group b = kept.size() == 2 ? kept[0] : Group{1, 0, false};
+    const Group b = kept.size() == 2 ? kept[0] : Group{1, 0, false, {}};
     return ReduceLayout{ReduceLayout::Outer, b.size, r.size, kept.back().size,
                         b.stride, r.stride, full};
   }
   if (column_of_one) {
-    const Group b = kept.empty() ? Group{1, 0, false} : kept[0];
+    const Group b = kept.empty() ? Group{1, 0, false, {}} : kept[0];
     return ReduceLayout{ReduceLayout::Outer, b.size, r.size, 1, b.stride, r.stride, full};
   }
   return std::nullopt;
@@ -201,7 +212,7 @@ std::optional<ReduceLayout> match_layout(const at::Tensor& input, const std::vec
 // The runs of one kind, innermost first, or nullopt where there are more
 // than kMaxRuns or the offsets of their elements need more than 31 bits (the
 // kernels index them in 32).
-std::optional<Runs> runs_of(const std::vector<Group>& groups, bool reduced) {
+std::optional<Runs> runs_of(const Groups& groups, bool reduced) {
   Runs runs;
   int64_t count = 1, last_offset = 0;
   for (auto g = groups.rbegin(); g != groups.rend(); ++g) {
@@ -218,15 +229,15 @@ std::optional<Runs> runs_of(const std::vector<Group>& groups, bool reduced) {
   return runs;
 }
 
-std::vector<int64_t> dims_in_order(const at::Tensor& input) {
-  std::vector<int64_t> order(input.dim());
+DimList dims_in_order(const at::Tensor& input) {
+  DimList order(input.dim());
   std::iota(order.begin(), order.end(), 0);
   return order;
 }
 
 // The dims from the largest stride down (ties in dim order): memory order.
-std::vector<int64_t> dims_by_stride(const at::Tensor& input) {
-  std::vector<int64_t> order = dims_in_order(input);
+DimList dims_by_stride(const at::Tensor& input) {
+  DimList order = dims_in_order(input);
   std::stable_sort(order.begin(), order.end(),
                    [&](int64_t a, int64_t b) { return input.stride(a) > input.stride(b); });
   return order;
@@ -234,8 +245,8 @@ std::vector<int64_t> dims_by_stride(const at::Tensor& input) {
 
 // The dims of `input`, every one kept (size 1 where reduced): the shape of
 // what reduce_dims returns.
-std::vector<int64_t> keepdim_shape(const at::Tensor& input, const std::vector<bool>& reduced) {
-  std::vector<int64_t> shape(input.sizes().begin(), input.sizes().end());
+DimList keepdim_shape(const at::Tensor& input, const std::vector<bool>& reduced) {
+  DimList shape(input.sizes().begin(), input.sizes().end());
   for (size_t d = 0; d < shape.size(); ++d)
     if (reduced[d]) shape[d] = 1;
   return shape;
@@ -253,8 +264,8 @@ std::optional<ReduceLayout> plan_layout(const at::Tensor& input, const std::vect
   // kept dims in theirs, they are tried too: a transposed or permuted tensor
   // whose reduced dims (or all dims) form one dense block is then read in
   // place, in memory order.
-  const std::vector<int64_t> order = dims_by_stride(input);
-  std::vector<int64_t> kept_in_memory_order;
+  const DimList order = dims_by_stride(input);
+  DimList kept_in_memory_order;
   for (const int64_t d : order)
     if (!reduced[d] && input.size(d) != 1) kept_in_memory_order.push_back(d);
   if (!std::is_sorted(kept_in_memory_order.begin(), kept_in_memory_order.end())) return std::nullopt;
@@ -319,7 +330,7 @@ bool copies_short_runs(const ReduceLayout& layout, int64_t element_size) {
 // place through their strides: `input`'s dims are in memory order. nullopt
 // where runs_of refuses them, and for the copies above.
 std::optional<ReduceLayout> plan_gather(const at::Tensor& input, const std::vector<bool>& reduced) {
-  const std::vector<Group> groups = merge_runs(input, reduced, dims_in_order(input), input);
+  const Groups groups = merge_runs(input, reduced, dims_in_order(input), input);
   const auto batch_runs = runs_of(groups, false), reduce_runs = runs_of(groups, true);
   // No reduced run: dims of size 1 alone are reduced, and each row is one
   // element of the copy, which is then dense (the kernels index no empty run).
@@ -358,7 +369,7 @@ constexpr int64_t kGatheredColumnMaxRows = 32;
 std::optional<ReduceLayout> plan_gathered_columns(const at::Tensor& input, const std::vector<bool>& reduced,
                                                   const ReduceLayout& dense) {
   if (dense.reduce > kGatheredColumnMaxRows) return std::nullopt;
-  const std::vector<Group> groups = merge_runs(input, reduced, dims_in_order(input), input);
+  const Groups groups = merge_runs(input, reduced, dims_in_order(input), input);
   const auto column_runs = runs_of(groups, false), reduce_runs = runs_of(groups, true);
   if (!column_runs || !reduce_runs || reduce_runs->count != 1) return std::nullopt;
   ReduceLayout layout = dense;
@@ -424,7 +435,7 @@ std::optional<std::vector<std::vector<bool>>> plan_stages(const at::Tensor& inpu
     if (outer >= 0 && input.stride(outer) < input.stride(d) * input.size(d)) return std::nullopt;
     outer = d;
   }
-  std::vector<Group> runs = merge_runs(input, reduced, dims_in_order(input), input);
+  Groups runs = merge_runs(input, reduced, dims_in_order(input), input);
   runs.erase(std::remove_if(runs.begin(), runs.end(), [](const Group& g) { return !g.reduced; }), runs.end());
   if (runs.size() < 2) return std::nullopt;
   const Group inner = runs.back();  // runs come in dim order
@@ -485,10 +496,9 @@ std::optional<std::vector<std::vector<bool>>> plan_stages(const at::Tensor& inpu
 // 1 where reduced). Where `input` is the op's input permuted (`permutation`,
 // as given to permute(); empty: not permuted), it is laid out as the result,
 // contiguous in the op's input's dims, and this is a permuted view of it.
-at::Tensor new_output(const std::vector<int64_t>& shape, const at::TensorOptions& options,
-                      const std::vector<int64_t>& permutation) {
+at::Tensor new_output(at::IntArrayRef shape, const at::TensorOptions& options, at::IntArrayRef permutation) {
   if (permutation.empty()) return at::empty(shape, options);
-  std::vector<int64_t> result_shape(shape.size());
+  DimList result_shape(shape.size());
   for (size_t j = 0; j < shape.size(); ++j) result_shape[permutation[j]] = shape[j];
   return at::empty(result_shape, options).permute(permutation);
 }
@@ -496,8 +506,8 @@ at::Tensor new_output(const std::vector<int64_t>& shape, const at::TensorOptions
 // Reduces `input`, whose layout is `layout`, into a new tensor of the dims of
 // `input` (size 1 where reduced) and dtype `out_dtype` (see new_output): its
 // element b * inner + c, in row-major order, is where the kernels write it.
-at::Tensor reduce_layout(ReduceKind kind, const at::Tensor& input, const std::vector<int64_t>& shape,
-                         const ReduceLayout& layout, at::ScalarType out_dtype, const std::vector<int64_t>& permutation,
+at::Tensor reduce_layout(ReduceKind kind, const at::Tensor& input, at::IntArrayRef shape,
+                         const ReduceLayout& layout, at::ScalarType out_dtype, at::IntArrayRef permutation,
                          Algorithm algo, LayoutKernel kernel) {
   at::Tensor out = new_output(shape, input.options().dtype(out_dtype), permutation);
   kernel(kind, input, layout, out, algo);
@@ -516,7 +526,7 @@ at::Tensor reduce_layout(ReduceKind kind, const at::Tensor& input, const std::ve
 // 323) slice 9.03 -> 7.88. nullopt otherwise.
 std::optional<at::Tensor> reduce_in_place(ReduceKind kind, const at::Tensor& input, const std::vector<bool>& reduced,
                                           at::ScalarType out_dtype, at::ScalarType stage_dtype,
-                                          const std::vector<int64_t>& permutation, Algorithm algo,
+                                          at::IntArrayRef permutation, Algorithm algo,
                                           LayoutKernel kernel) {
   if (const auto layout = plan_layout(input, reduced))
     return reduce_layout(kind, input, keepdim_shape(input, reduced), *layout, out_dtype, permutation, algo, kernel);
@@ -536,7 +546,7 @@ std::optional<at::Tensor> reduce_in_place(ReduceKind kind, const at::Tensor& inp
     TORCH_INTERNAL_ASSERT(layout.has_value());
     const bool last = i + 1 == stages->size();
     partial = reduce_layout(kind, partial, keepdim_shape(partial, stage), *layout, last ? out_dtype : stage_dtype,
-                            last ? permutation : std::vector<int64_t>{}, algo, kernel);
+                            last ? permutation : at::IntArrayRef{}, algo, kernel);
   }
   return partial;
 }
@@ -552,9 +562,9 @@ at::Tensor reduce_dims(ReduceKind kind, const at::Tensor& input, const std::vect
   // transposed or permuted tensor), it is reduced in that order all the same,
   // into the result's memory through a permuted view (new_output).
   const int64_t ndim = input.dim();
-  const std::vector<int64_t> memory_order = dims_by_stride(input);
+  const DimList memory_order = dims_by_stride(input);
   std::vector<bool> memory_reduced(ndim);
-  std::vector<int64_t> inverse(ndim);
+  DimList inverse(ndim);
   for (int64_t d = 0; d < ndim; ++d) {
     memory_reduced[d] = reduced[memory_order[d]];
     inverse[memory_order[d]] = d;
@@ -609,7 +619,7 @@ at::Tensor reduce_dims(ReduceKind kind, const at::Tensor& input, const std::vect
 
   // Else the kept dims go first and the reduced dims after them, in memory
   // order, so that the copy reads along it.
-  std::vector<int64_t> order;
+  DimList order;
   for (int64_t d = 0; d < ndim; ++d)
     if (!reduced[d]) order.push_back(d);
   for (const int64_t d : memory_order)
@@ -672,7 +682,7 @@ at::Tensor reduce_front_end(ReduceKind kind, const char* name,
     for (int64_t d = 0; d < ndim; ++d) reduced[d] = mask[d];
   }
 
-  std::vector<int64_t> out_shape;
+  DimList out_shape;
   int64_t count = 1;
   for (int64_t d = 0; d < ndim; ++d) {
     if (reduced[d]) {
