@@ -224,6 +224,36 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) inline void widen_some_bflo
                                                                                            int n, float* out) {
   _mm512_storeu_ps(out, bfloat16s_to_floats_avx512(_mm256_maskz_loadu_epi16(static_cast<__mmask16>((1u << n) - 1), x)));
 }
+
+// amax and amin of float32 and float64 on AVX-512, lane[0, n) with v[0, n):
+// vmax/vmin give a > b ? a : b (a < b ? a : b) -- b where the two are equal
+// or either is a NaN -- and an unordered compare keeps a NaN accumulator:
+// max_propagate_nan's (min_propagate_nan's) bits, where gcc's code for it
+// took two compares, a mask-or and a blend a vector, and the mask registers'
+// ports held the fold back. Dev A/B on two AVX-512 cores (the CI build of
+// 77946e7 against this, best of three alternating rounds; not committed),
+// us, before -> after (torch): float32 amax over dim 1 of (32768, 128)
+// 217 -> 149 (150), amin 201 -> 151 (149); amax of (4096, 1024) 121 -> 93
+// (97); amin of (2048, 2048) 105 -> 85 (99); float64 amax of (32768, 64)
+// 184 -> 137 (162); float32 amax of 2^20 elements 25.8 -> 23.5 (25.9).
+// The lane trees and AVX2 keep gcc's code.
+template <bool kMax, int n>
+__attribute__((target("avx512f"))) inline void combine_extrema_avx512(float* lane, const float* v) {
+  for (int k = 0; k < n; k += 16) {
+    const __m512 a = _mm512_loadu_ps(lane + k), b = _mm512_loadu_ps(v + k);
+    const __m512 m = kMax ? _mm512_max_ps(a, b) : _mm512_min_ps(a, b);
+    _mm512_storeu_ps(lane + k, _mm512_mask_mov_ps(m, _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q), a));
+  }
+}
+
+template <bool kMax, int n>
+__attribute__((target("avx512f"))) inline void combine_extrema_avx512(double* lane, const double* v) {
+  for (int k = 0; k < n; k += 8) {
+    const __m512d a = _mm512_loadu_pd(lane + k), b = _mm512_loadu_pd(v + k);
+    const __m512d m = kMax ? _mm512_max_pd(a, b) : _mm512_min_pd(a, b);
+    _mm512_storeu_pd(lane + k, _mm512_mask_mov_pd(m, _mm512_cmp_pd_mask(a, a, _CMP_UNORD_Q), a));
+  }
+}
 #else
 template <typename F>
 void run_vectorised(const F& f) {
@@ -342,6 +372,11 @@ acc_t fold_lanes(Isa, const scalar_t* __restrict x, int64_t n, const Op& op) {
       acc_t wide[lanes];
       widen_vector<Isa::value, lanes>(v, wide);
       for (int j = 0; j < lanes; ++j) lane[j] = op.combine(lane[j], wide[j]);
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    } else if constexpr (kSelects<Op> && std::is_same_v<scalar_t, acc_t> && std::is_floating_point_v<acc_t> &&
+                         Isa::value == VectorIsa::Avx512) {
+      combine_extrema_avx512<std::is_same_v<Op, MaxOp<acc_t>>, lanes>(lane, v);
+#endif
     } else if constexpr (std::is_same_v<acc_t, double> && kSelects<Op>) {
       // Not unrolled: unrolled in full, float64 amax/amin's 16 lanes were
       // not vectorised (gcc 12 -O3: scalar compares and branches). As a
