@@ -445,15 +445,18 @@ acc_t fold_run(Isa isa, const scalar_t* __restrict x, int64_t n, const Op& op) {
   return fold_lanes<1, scalar_t, acc_t>(isa, x, n, op);
 }
 
-// Folds x[0, n) into one accumulator: runs of kRun * lanes elements (amax
-// and amin: of a block), one after the other. Inlined, as short rows cost
-// little more than the calls.
+// Elements of one run of fold_contiguous: kRun * lanes, but a whole block
+// for amax and amin, exact in any order: the runs' set-up and lane trees
+// cost float32 amax of 2^20 elements 74.0 -> 68.8 us on one core (dev
+// builds, not committed).
+template <typename acc_t, typename Op>
+constexpr int64_t kFoldRun = kSelects<Op> ? kRowBlock : kRun * kLanes<acc_t>;
+
+// Folds x[0, n) into one accumulator: runs of kFoldRun elements, one after
+// the other. Inlined, as short rows cost little more than the calls.
 template <typename scalar_t, typename acc_t, typename Op>
 C10_ALWAYS_INLINE acc_t fold_contiguous(const scalar_t* x, int64_t n, const Op& op) {
-  // amax and amin, exact in any order, fold a whole block in one run: the
-  // runs' set-up and lane trees cost float32 amax of 2^20 elements 74.0 ->
-  // 68.8 us on one core (dev builds, not committed).
-  constexpr int64_t run = kSelects<Op> ? kRowBlock : kRun * kLanes<acc_t>;
+  constexpr int64_t run = kFoldRun<acc_t, Op>;
   // Each run is a vectorised call of its own, never a loop inside one: gcc
   // 12.2 -O3 miscompiles the AVX2 / AVX-512 lanes of int8/int16 -> int64 sums
   // once they sit in an outer loop, be it over runs or over rows.
@@ -856,8 +859,8 @@ template <typename scalar_t, typename acc_t, typename out_t, typename Op>
 void reduce_rows_of_one_block(const scalar_t* data, const ReduceLayout& layout, out_t* out, const Op& op) {
   const int64_t reduce = layout.reduce, stride = layout.batch_stride;
   // A grouped row is one run of fold_contiguous, which fold_run folds alone.
-  constexpr int64_t run = kSelects<Op> ? kRowBlock : kRun * kLanes<acc_t>;
-  static_assert(run * static_cast<int64_t>(sizeof(scalar_t)) >= kGroupedRowBytes, "a grouped row is one run");
+  static_assert(kFoldRun<acc_t, Op> * static_cast<int64_t>(sizeof(scalar_t)) >= kGroupedRowBytes,
+                "a grouped row is one run");
   const bool grouped = reduce * static_cast<int64_t>(sizeof(scalar_t)) <= kGroupedRowBytes;
   const int64_t grain = ceil_div(at::internal::GRAIN_SIZE, reduce);
   at::parallel_for(0, layout.batch, grain, [&](int64_t begin, int64_t end) {
