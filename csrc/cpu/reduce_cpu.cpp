@@ -236,21 +236,27 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) inline void widen_some_bflo
 // 217 -> 149 (150), amin 201 -> 151 (149); amax of (4096, 1024) 121 -> 93
 // (97); amin of (2048, 2048) 105 -> 85 (99); float64 amax of (32768, 64)
 // 184 -> 137 (162); float32 amax of 2^20 elements 25.8 -> 23.5 (25.9).
-// The lane trees and AVX2 keep gcc's code.
+// The lane trees and AVX2 keep gcc's code. (The maskz forms, no element
+// masked off, are a plain vmax/vmin without _mm512_max_ps's undefined merge
+// source, of which gcc 12 warns. The masked form of vmax/vmin that keeps a
+// NaN accumulator in one instruction made float64 rows of 128 some 2x
+// slower.)
 template <bool kMax, int n>
 __attribute__((target("avx512f"))) inline void combine_extrema_avx512(float* lane, const float* v) {
+  const __mmask16 all = 0xFFFF;
   for (int k = 0; k < n; k += 16) {
     const __m512 a = _mm512_loadu_ps(lane + k), b = _mm512_loadu_ps(v + k);
-    const __m512 m = kMax ? _mm512_max_ps(a, b) : _mm512_min_ps(a, b);
+    const __m512 m = kMax ? _mm512_maskz_max_ps(all, a, b) : _mm512_maskz_min_ps(all, a, b);
     _mm512_storeu_ps(lane + k, _mm512_mask_mov_ps(m, _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q), a));
   }
 }
 
 template <bool kMax, int n>
 __attribute__((target("avx512f"))) inline void combine_extrema_avx512(double* lane, const double* v) {
+  const __mmask8 all = 0xFF;
   for (int k = 0; k < n; k += 8) {
     const __m512d a = _mm512_loadu_pd(lane + k), b = _mm512_loadu_pd(v + k);
-    const __m512d m = kMax ? _mm512_max_pd(a, b) : _mm512_min_pd(a, b);
+    const __m512d m = kMax ? _mm512_maskz_max_pd(all, a, b) : _mm512_maskz_min_pd(all, a, b);
     _mm512_storeu_pd(lane + k, _mm512_mask_mov_pd(m, _mm512_cmp_pd_mask(a, a, _CMP_UNORD_Q), a));
   }
 }
@@ -868,7 +874,7 @@ void reduce_rows_of_one_block(const scalar_t* data, const ReduceLayout& layout, 
     if (grouped) {
       for (; row + kRowsPerCall <= end; row += kRowsPerCall) {
         const scalar_t* x = data + row * stride;
-        acc_t acc[kRowsPerCall];
+        acc_t acc[kRowsPerCall]{};  // (set in run_vectorised, which gcc does not see)
         run_vectorised([&](auto isa) {
           [&]<size_t... k>(std::index_sequence<k...>) {
             ((acc[k] = fold_run<scalar_t, acc_t>(isa, x + k * stride, reduce, op)), ...);
