@@ -236,11 +236,11 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) inline void widen_some_bflo
 // 217 -> 149 (150), amin 201 -> 151 (149); amax of (4096, 1024) 121 -> 93
 // (97); amin of (2048, 2048) 105 -> 85 (99); float64 amax of (32768, 64)
 // 184 -> 137 (162); float32 amax of 2^20 elements 25.8 -> 23.5 (25.9).
-// The lane trees and AVX2 keep gcc's code. (The maskz forms, no element
-// masked off, are a plain vmax/vmin without _mm512_max_ps's undefined merge
-// source, of which gcc 12 warns. The masked form of vmax/vmin that keeps a
-// NaN accumulator in one instruction made float64 rows of 128 some 2x
-// slower.)
+// The lane trees and AVX2 keep gcc's code; column tiles fold many rows at a
+// time (fold_extrema_rows_avx512). (The maskz forms, no element masked off,
+// are a plain vmax/vmin without _mm512_max_ps's undefined merge source, of
+// which gcc 12 warns. The masked form of vmax/vmin that keeps a NaN
+// accumulator in one instruction made float64 rows of 128 some 2x slower.)
 template <bool kMax, int n>
 __attribute__((target("avx512f"))) inline void combine_extrema_avx512(float* lane, const float* v) {
   const __mmask16 all = 0xFFFF;
@@ -259,6 +259,56 @@ __attribute__((target("avx512f"))) inline void combine_extrema_avx512(double* la
     const __m512d m = kMax ? _mm512_maskz_max_pd(all, a, b) : _mm512_maskz_min_pd(all, a, b);
     _mm512_storeu_pd(lane + k, _mm512_mask_mov_pd(m, _mm512_cmp_pd_mask(a, a, _CMP_UNORD_Q), a));
   }
+}
+
+// lane[0, n) folds the n columns of `rows` rows that start `stride` elements
+// apart, top to bottom, to combine_extrema_avx512's bits. A lane that holds
+// a NaN is frozen by a mask instead of being restored after each vmax/vmin:
+// the mask's chain is one k-register and a row, where the restore's compare
+// of the accumulator put a compare's latency on each row's chain. Dev A/B on
+// two AVX-512 cores (the CI build of 1e490ff against this, best of seven,
+// two alternating rounds; not committed), us, gcc's compare and blend ->
+// combine_extrema_avx512 a row -> this: float32 amax over dim 0 of
+// (32768, 32) 57 -> 43 -> 35 (torch 47, sum 31); of (131072, 32) 229 ->
+// 166 -> 138; of (100000, 48) 244 -> 167 -> 151. Tried for fold_lanes'
+// rows too: rows of 128 gained (float32 amin of (32768, 128) 164-178 ->
+// 146), but long rows lost fold_vector's prefetch (2^20 elements 23 -> 28).
+template <bool kMax, int n>
+__attribute__((target("avx512f"))) inline void fold_extrema_rows_avx512(float* lane, const float* x, int64_t rows,
+                                                                        int64_t stride) {
+  __m512 acc[n / 16];
+  __mmask16 live[n / 16];
+  for (int k = 0; k < n / 16; ++k) {
+    acc[k] = _mm512_loadu_ps(lane + 16 * k);
+    live[k] = _mm512_cmp_ps_mask(acc[k], acc[k], _CMP_ORD_Q);
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int k = 0; k < n / 16; ++k) {
+      const __m512 b = _mm512_loadu_ps(x + r * stride + 16 * k);
+      acc[k] = kMax ? _mm512_mask_max_ps(acc[k], live[k], acc[k], b) : _mm512_mask_min_ps(acc[k], live[k], acc[k], b);
+      live[k] &= _mm512_cmp_ps_mask(b, b, _CMP_ORD_Q);
+    }
+  }
+  for (int k = 0; k < n / 16; ++k) _mm512_storeu_ps(lane + 16 * k, acc[k]);
+}
+
+template <bool kMax, int n>
+__attribute__((target("avx512f"))) inline void fold_extrema_rows_avx512(double* lane, const double* x, int64_t rows,
+                                                                        int64_t stride) {
+  __m512d acc[n / 8];
+  __mmask8 live[n / 8];
+  for (int k = 0; k < n / 8; ++k) {
+    acc[k] = _mm512_loadu_pd(lane + 8 * k);
+    live[k] = _mm512_cmp_pd_mask(acc[k], acc[k], _CMP_ORD_Q);
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int k = 0; k < n / 8; ++k) {
+      const __m512d b = _mm512_loadu_pd(x + r * stride + 8 * k);
+      acc[k] = kMax ? _mm512_mask_max_pd(acc[k], live[k], acc[k], b) : _mm512_mask_min_pd(acc[k], live[k], acc[k], b);
+      live[k] &= _mm512_cmp_pd_mask(b, b, _CMP_ORD_Q);
+    }
+  }
+  for (int k = 0; k < n / 8; ++k) _mm512_storeu_pd(lane + 8 * k, acc[k]);
 }
 #else
 template <typename F>
@@ -341,6 +391,12 @@ constexpr bool kSelects<MaxOp<acc_t>> = true;
 template <typename acc_t>
 constexpr bool kSelects<MinOp<acc_t>> = true;
 
+// Where amax and amin fold a vector with combine_extrema_avx512: float32
+// and float64 inputs, on AVX-512.
+template <typename scalar_t, typename acc_t, typename Op, VectorIsa isa>
+constexpr bool kVectorExtrema = kSelects<Op> && std::is_same_v<scalar_t, acc_t> && std::is_floating_point_v<acc_t> &&
+                                isa == VectorIsa::Avx512;
+
 // The last n % lanes elements of fold_lanes' run: as one more vector,
 // padded with the identity, for amax and amin (one by one, their selects
 // were branches, which random data mispredicts) and for float16 and
@@ -378,9 +434,8 @@ acc_t fold_lanes(Isa, const scalar_t* __restrict x, int64_t n, const Op& op) {
       acc_t wide[lanes];
       widen_vector<Isa::value, lanes>(v, wide);
       for (int j = 0; j < lanes; ++j) lane[j] = op.combine(lane[j], wide[j]);
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    } else if constexpr (kSelects<Op> && std::is_same_v<scalar_t, acc_t> && std::is_floating_point_v<acc_t> &&
-                         Isa::value == VectorIsa::Avx512) {
+#ifdef TORCH_REDUCE_X86_ISAS
+    } else if constexpr (kVectorExtrema<scalar_t, acc_t, Op, Isa::value>) {
       combine_extrema_avx512<std::is_same_v<Op, MaxOp<acc_t>>, lanes>(lane, v);
 #endif
     } else if constexpr (std::is_same_v<acc_t, double> && kSelects<Op>) {
@@ -479,37 +534,44 @@ C10_ALWAYS_INLINE acc_t fold_contiguous(const scalar_t* x, int64_t n, const Op& 
 // acc[0, n) = the first n (0 < n <= kTile) columns of `rows` rows that
 // start `row_stride` elements apart, folded top to bottom in registers. A
 // tile of fewer columns than kTile is one vector (kTile == kWidenVector),
-// whose other lanes fold zeros that are never stored.
+// whose other lanes fold zeros that are never stored. (kVectorExtrema's
+// tiles are whole vectors.)
 template <int kTile, VectorIsa isa, typename scalar_t, typename acc_t, typename Op>
 C10_ALWAYS_INLINE void fold_column_tile(const scalar_t* x, int64_t rows, int64_t row_stride, int n,
                                         acc_t* __restrict acc, const Op& op) {
   acc_t column[kTile];
   for (int j = 0; j < kTile; ++j) column[j] = op.identity();
-  for (int64_t r = 0; r < rows; ++r) {
-    acc_t wide[kTile];
-    if (kTile == kWidenVector<scalar_t, isa> && n < kTile) {
-      widen_part_of_vector<isa>(x + r * row_stride, n, wide);
-    } else {
-      widen_vector<isa, kTile>(x + r * row_stride, wide);
-    }
-    if constexpr (kSelects<Op> && kTile == kWidenVector<scalar_t, isa>) {
-      // A tile of one vector folds amax's and amin's select in a loop, not
-      // unrolled: unrolled, gcc 12 did not vectorise it (two AVX-512 cores,
-      // dev builds, not committed, us, two runs each, unrolled -> loop:
-      // float16 amax over dim 0 of (4000, 24) 39.7, 38.1 -> 13.1, 15.7,
-      // over dim 1 of (64, 300, 40) 242, 288 -> 76, 80; bfloat16, from the
-      // column loop below: amin over dim 0 of (1000, 13) 10.3, 8.8 -> 4.5,
-      // 4.7, amax of (4000, 24) 20.1, 27.5 -> 13.3, 14.7). Tiles of four
-      // vectors stay unrolled, which gcc does vectorise: as loops they were
-      // slower (the same machine, loop -> unrolled: float16 amax over (0, 1)
-      // of (4, 40, 1024) 25.2, 19.4 -> 14.4, 14.6, over dim 0 of
-      // (1000, 507) 36.1, 35.8 -> 28.9, 27.6; bfloat16 amax of (1000, 507)
-      // 36.1, 35.4 -> 26.4, 25.9; float16 amin of (2000, 256) 33.5, 33.0 ->
-      // 22.4, 22.9). Sums vectorise either way.
+  if constexpr (kVectorExtrema<scalar_t, acc_t, Op, isa>) {
+#ifdef TORCH_REDUCE_X86_ISAS
+    fold_extrema_rows_avx512<std::is_same_v<Op, MaxOp<acc_t>>, kTile>(column, x, rows, row_stride);
+#endif
+  } else {
+    for (int64_t r = 0; r < rows; ++r) {
+      acc_t wide[kTile];
+      if (kTile == kWidenVector<scalar_t, isa> && n < kTile) {
+        widen_part_of_vector<isa>(x + r * row_stride, n, wide);
+      } else {
+        widen_vector<isa, kTile>(x + r * row_stride, wide);
+      }
+      if constexpr (kSelects<Op> && kTile == kWidenVector<scalar_t, isa>) {
+        // A tile of one vector folds amax's and amin's select in a loop, not
+        // unrolled: unrolled, gcc 12 did not vectorise it (two AVX-512 cores,
+        // dev builds, not committed, us, two runs each, unrolled -> loop:
+        // float16 amax over dim 0 of (4000, 24) 39.7, 38.1 -> 13.1, 15.7,
+        // over dim 1 of (64, 300, 40) 242, 288 -> 76, 80; bfloat16, from the
+        // column loop below: amin over dim 0 of (1000, 13) 10.3, 8.8 -> 4.5,
+        // 4.7, amax of (4000, 24) 20.1, 27.5 -> 13.3, 14.7). Tiles of four
+        // vectors stay unrolled, which gcc does vectorise: as loops they were
+        // slower (the same machine, loop -> unrolled: float16 amax over (0, 1)
+        // of (4, 40, 1024) 25.2, 19.4 -> 14.4, 14.6, over dim 0 of
+        // (1000, 507) 36.1, 35.8 -> 28.9, 27.6; bfloat16 amax of (1000, 507)
+        // 36.1, 35.4 -> 26.4, 25.9; float16 amin of (2000, 256) 33.5, 33.0 ->
+        // 22.4, 22.9). Sums vectorise either way.
 #pragma GCC unroll 1
-      for (int j = 0; j < kTile; ++j) column[j] = op.combine(column[j], wide[j]);
-    } else {
-      for (int j = 0; j < kTile; ++j) column[j] = op.combine(column[j], wide[j]);
+        for (int j = 0; j < kTile; ++j) column[j] = op.combine(column[j], wide[j]);
+      } else {
+        for (int j = 0; j < kTile; ++j) column[j] = op.combine(column[j], wide[j]);
+      }
     }
   }
   for (int j = 0; j < n; ++j) acc[j] = column[j];
@@ -535,11 +597,35 @@ C10_ALWAYS_INLINE void fold_column_tile(const scalar_t* x, int64_t rows, int64_t
 // (10.0, 9.1), of (1000, 13) 11.1, 8.3 -> 3.4, 3.5 (5.3, 5.4), of (300, 93)
 // 7.6, 6.1 -> 3.8, 3.7 (4.7, 4.4), mean over dim 1 of (64, 300, 40) 79.7,
 // 69.3 -> 44.5, 51.1 (101, 124). The same bits.
+//
+// So do float32 and float64 amax and amin on AVX-512 (kVectorExtrema), their
+// whole vectors in tiles of up to four, the rest in the loop below.
 template <typename scalar_t, typename acc_t, typename Isa, typename Op>
 void fold_columns(Isa, const scalar_t* x, int64_t rows, int64_t row_stride, int64_t width, acc_t* __restrict acc,
                   const Op& op) {
   int64_t first = 0;
-  if constexpr (constexpr int step = kWidenVector<scalar_t, Isa::value>; step > 1) {
+  if constexpr (kVectorExtrema<scalar_t, acc_t, Op, Isa::value>) {
+    // Whole vectors in tiles of up to four: one tile's columns are
+    // independent chains of max (min) down the rows, and fewer of them
+    // leave the chain's latency exposed.
+    constexpr int step = 64 / sizeof(acc_t);
+    for (; first + 4 * step <= width; first += 4 * step)
+      fold_column_tile<4 * step, Isa::value>(x + first, rows, row_stride, 4 * step, acc + first, op);
+    switch ((width - first) / step) {
+      case 3:
+        fold_column_tile<3 * step, Isa::value>(x + first, rows, row_stride, 3 * step, acc + first, op);
+        first += 3 * step;
+        break;
+      case 2:
+        fold_column_tile<2 * step, Isa::value>(x + first, rows, row_stride, 2 * step, acc + first, op);
+        first += 2 * step;
+        break;
+      case 1:
+        fold_column_tile<step, Isa::value>(x + first, rows, row_stride, step, acc + first, op);
+        first += step;
+        break;
+    }
+  } else if constexpr (constexpr int step = kWidenVector<scalar_t, Isa::value>; step > 1) {
     for (; first + 4 * step <= width; first += 4 * step)
       fold_column_tile<4 * step, Isa::value>(x + first, rows, row_stride, 4 * step, acc + first, op);
     for (; first < width; first += step)
