@@ -558,8 +558,8 @@ C10_ALWAYS_INLINE void fold_column_tile(const scalar_t* x, int64_t rows, int64_t
         // unrolled: unrolled, gcc 12 did not vectorise it (two AVX-512 cores,
         // dev builds, not committed, us, two runs each, unrolled -> loop:
         // float16 amax over dim 0 of (4000, 24) 39.7, 38.1 -> 13.1, 15.7,
-        // over dim 1 of (64, 300, 40) 242, 288 -> 76, 80; bfloat16, from the
-        // column loop below: amin over dim 0 of (1000, 13) 10.3, 8.8 -> 4.5,
+        // over dim 1 of (64, 300, 40) 242, 288 -> 76, 80; bfloat16, from
+        // fold_column_loop: amin over dim 0 of (1000, 13) 10.3, 8.8 -> 4.5,
         // 4.7, amax of (4000, 24) 20.1, 27.5 -> 13.3, 14.7). Tiles of four
         // vectors stay unrolled, which gcc does vectorise: as loops they were
         // slower (the same machine, loop -> unrolled: float16 amax over (0, 1)
@@ -581,48 +581,77 @@ C10_ALWAYS_INLINE void fold_column_tile(const scalar_t* x, int64_t rows, int64_t
 // elements apart, folded top to bottom; the loop over columns vectorises.
 // Four rows per pass, so that narrow blocks do not wait on acc's store and
 // reload after every row.
-//
-// Where widen_vector converts several elements with one instruction (half
-// with F16C, bfloat16), the columns go in tiles of four such
-// vectors, then of one (the last one a part of a vector), each folded down
-// all the rows in registers: the compiler vectorises these explicit
-// conversions in a loop of fixed length, as in fold_run, but not in the loop
-// over columns below, one conversion an element (half), or its columns past
+template <typename scalar_t, typename acc_t, typename Op>
+C10_ALWAYS_INLINE void fold_column_loop(const scalar_t* x, int64_t rows, int64_t row_stride, int64_t width,
+                                        acc_t* __restrict acc, const Op& op) {
+  for (int64_t c = 0; c < width; ++c) acc[c] = op.identity();
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const scalar_t* __restrict r0 = x + r * row_stride;
+    const scalar_t* __restrict r1 = r0 + row_stride;
+    const scalar_t* __restrict r2 = r1 + row_stride;
+    const scalar_t* __restrict r3 = r2 + row_stride;
+    for (int64_t c = 0; c < width; ++c) {
+      acc_t a = op.combine(acc[c], widen<acc_t>(r0[c]));
+      a = op.combine(a, widen<acc_t>(r1[c]));
+      a = op.combine(a, widen<acc_t>(r2[c]));
+      acc[c] = op.combine(a, widen<acc_t>(r3[c]));
+    }
+  }
+  for (; r < rows; ++r) {
+    const scalar_t* __restrict row = x + r * row_stride;
+    for (int64_t c = 0; c < width; ++c) {
+      acc[c] = op.combine(acc[c], widen<acc_t>(row[c]));
+    }
+  }
+}
+
+// fold_column_loop's results. Where widen_vector converts several elements
+// with one instruction (half with F16C, bfloat16), the columns go in tiles
+// of four such vectors, then of one (the last one a part of a vector), each
+// folded down all the rows in registers: the compiler vectorises these
+// explicit conversions in a loop of fixed length, as in fold_run, but not in
+// fold_column_loop, one conversion an element (half), or its columns past
 // the last whole vector (bfloat16). Two AVX-512 cores, dev A/Bs, not
 // committed, us, before -> after (torch): against tiles of four vectors
 // alone (the rest one by one), float16 sum over dim 0 of (4000, 24) 53.3 ->
 // 7.9 (9.0), of (1000, 507) 38.0 -> 18.0 (25.7); mean over dim 1 of
-// (64, 300, 40) 277 -> 49 (72); bfloat16, against the loop below (two runs
+// (64, 300, 40) 277 -> 49 (72); bfloat16, against fold_column_loop (two runs
 // each, a busy machine), sum over dim 0 of (4000, 24) 17.6, 18.3 -> 8.8, 9.9
 // (10.0, 9.1), of (1000, 13) 11.1, 8.3 -> 3.4, 3.5 (5.3, 5.4), of (300, 93)
 // 7.6, 6.1 -> 3.8, 3.7 (4.7, 4.4), mean over dim 1 of (64, 300, 40) 79.7,
 // 69.3 -> 44.5, 51.1 (101, 124). The same bits.
 //
-// So do float32 and float64 amax and amin on AVX-512 (kVectorExtrema), their
-// whole vectors in tiles of up to four, the rest in the loop below.
+// So do float32 and float64 amax and amin on AVX-512 (kVectorExtrema) in
+// blocks of up to four whole vectors of columns, the rest in
+// fold_column_loop.
 template <typename scalar_t, typename acc_t, typename Isa, typename Op>
 void fold_columns(Isa, const scalar_t* x, int64_t rows, int64_t row_stride, int64_t width, acc_t* __restrict acc,
                   const Op& op) {
   int64_t first = 0;
   if constexpr (kVectorExtrema<scalar_t, acc_t, Op, Isa::value>) {
-    // Whole vectors in tiles of up to four: one tile's columns are
-    // independent chains of max (min) down the rows, and fewer of them
-    // leave the chain's latency exposed.
+    // Blocks of up to four whole vectors of columns, as one tile: their few
+    // chains of max (min) down the rows left fold_column_loop waiting on
+    // each row. Wider blocks keep the loop, which streams four rows at a time:
+    // as tiles down their rows, float32 amax over dim 0 of (8, 524288) took
+    // 146 -> 270 us, of (64, 65536) 146 -> 160 (dev A/B, not committed).
     constexpr int step = 64 / sizeof(acc_t);
-    for (; first + 4 * step <= width; first += 4 * step)
-      fold_column_tile<4 * step, Isa::value>(x + first, rows, row_stride, 4 * step, acc + first, op);
-    switch ((width - first) / step) {
+    switch (width <= 4 * step ? width / step : 0) {
+      case 4:
+        fold_column_tile<4 * step, Isa::value>(x, rows, row_stride, 4 * step, acc, op);
+        first = 4 * step;
+        break;
       case 3:
-        fold_column_tile<3 * step, Isa::value>(x + first, rows, row_stride, 3 * step, acc + first, op);
-        first += 3 * step;
+        fold_column_tile<3 * step, Isa::value>(x, rows, row_stride, 3 * step, acc, op);
+        first = 3 * step;
         break;
       case 2:
-        fold_column_tile<2 * step, Isa::value>(x + first, rows, row_stride, 2 * step, acc + first, op);
-        first += 2 * step;
+        fold_column_tile<2 * step, Isa::value>(x, rows, row_stride, 2 * step, acc, op);
+        first = 2 * step;
         break;
       case 1:
-        fold_column_tile<step, Isa::value>(x + first, rows, row_stride, step, acc + first, op);
-        first += step;
+        fold_column_tile<step, Isa::value>(x, rows, row_stride, step, acc, op);
+        first = step;
         break;
     }
   } else if constexpr (constexpr int step = kWidenVector<scalar_t, Isa::value>; step > 1) {
@@ -632,26 +661,7 @@ void fold_columns(Isa, const scalar_t* x, int64_t rows, int64_t row_stride, int6
       fold_column_tile<step, Isa::value>(x + first, rows, row_stride,
                                          static_cast<int>(std::min<int64_t>(step, width - first)), acc + first, op);
   }
-  for (int64_t c = first; c < width; ++c) acc[c] = op.identity();
-  int64_t r = 0;
-  for (; r + 4 <= rows; r += 4) {
-    const scalar_t* __restrict r0 = x + r * row_stride;
-    const scalar_t* __restrict r1 = r0 + row_stride;
-    const scalar_t* __restrict r2 = r1 + row_stride;
-    const scalar_t* __restrict r3 = r2 + row_stride;
-    for (int64_t c = first; c < width; ++c) {
-      acc_t a = op.combine(acc[c], widen<acc_t>(r0[c]));
-      a = op.combine(a, widen<acc_t>(r1[c]));
-      a = op.combine(a, widen<acc_t>(r2[c]));
-      acc[c] = op.combine(a, widen<acc_t>(r3[c]));
-    }
-  }
-  for (; r < rows; ++r) {
-    const scalar_t* __restrict row = x + r * row_stride;
-    for (int64_t c = first; c < width; ++c) {
-      acc[c] = op.combine(acc[c], widen<acc_t>(row[c]));
-    }
-  }
+  fold_column_loop(x + first, rows, row_stride, width - first, acc + first, op);
 }
 
 // Column blocks of up to kNarrowColumns columns are folded kSideBySide at a
