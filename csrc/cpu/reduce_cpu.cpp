@@ -1026,21 +1026,15 @@ void reduce_columns(const scalar_t* data, const ReduceLayout& layout,
         if (narrow) {
           // One chunk, so columns == width. Whole blocks side by side.
           const int64_t whole = std::min(count, reduce / kColumnBlock - block);
-          // Each group a vectorised call of its own: inlined into a loop over
-          // groups, gcc 12 kept the groups' accumulators on the stack (dev
-          // A/B, two cores, us: over dim 0 of (524288, 8), float32 sum 150 ->
-          // 118, bfloat16 amax 1070-1170 -> 170-217, float64 amax 630-660 ->
-          // 503-513; float64 sum of (1000, 5), more calls, 2.08 -> 2.2).
-          while (whole - k > 1) {
-            int64_t folded = 0;
-            run_vectorised([&](auto) {
-              folded = fold_narrow_blocks_side_by_side<scalar_t>(
+          run_vectorised([&](auto) {
+            while (whole - k > 1) {
+              const int64_t folded = fold_narrow_blocks_side_by_side<scalar_t>(
                   x + (block + k) * kColumnBlock * layout.reduce_stride, layout.reduce_stride, width, whole - k,
                   acc + k * width, op);
-            });
-            if (folded == 0) break;
-            k += folded;
-          }
+              if (folded == 0) break;
+              k += folded;
+            }
+          });
         }
         for (; k < count; ++k) {
           const int64_t first_row = (block + k) * kColumnBlock;
