@@ -26,7 +26,9 @@ pytestmark = pytest.mark.skipif(
 # in part), columns of part of a vector, narrow columns (side by side), rows of a few vectors (eight
 # to a call, then the rest one by one), and such rows and narrow columns (three vectors and part of
 # one), with zeros of both signs and NaNs (amax and amin on AVX-512 take vector max/min instructions, and
-# columns a mask for the NaNs). Results are compared bit for bit.
+# columns a mask for the NaNs; float16 NaNs with payloads, which F16C's conversion of the results
+# would keep and c10's does not), and columns whose results are float16's edge cases (HALF_EDGES).
+# Results are compared bit for bit.
 LAYOUTS = [
     ("full", (70001,), None),
     ("long rows", (3, 5000), (1,)),
@@ -40,7 +42,16 @@ LAYOUTS = [
     ("columns of three float32 vectors and part of one, NaNs and signed zeros", (300, 61), (0,)),
     ("columns of three float64 vectors and part of one, NaNs and signed zeros", (300, 29), (0,)),
     ("narrow columns", (1000, 5), (0,)),
+    ("columns of pairs whose results are float16's edge cases", (2, 77), (0,)),
 ]
+# (a, b) whose sum or mean, rounded to float16, overflows or ties (to even), is subnormal, or is a
+# NaN: the float16 results of float accumulators are converted a vector at a time on the wider
+# paths (F16C), one by one on the baseline.
+HALF_EDGES = [(65504.0, 16.0), (65504.0, 8.0), (-65504.0, -16.0), (65504.0, 65504.0), (2.0**-24, 0.0),
+              (3 * 2.0**-24, 0.0), (2.0**-14, 2.0**-24), (1.0, 2.0**-11), (1.0, 3 * 2.0**-11),
+              (float("inf"), float("-inf")), (float("nan"), 1.0), (-0.0, -0.0)]
+# float16 NaNs with payloads (a quiet one, and a signalling one with its sign set), as int16 bits.
+HALF_PAYLOAD_NANS = [0x7E01, 0xFC05 - 0x10000]
 DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int32]
 OPS = ["sum", "mean", "amax", "amin"]
 
@@ -52,6 +63,9 @@ def _inputs():
         for name, shape, _ in LAYOUTS:
             if dtype.is_floating_point:
                 x = torch.randn(shape, generator=gen, dtype=torch.float64) * 100
+                if "edge cases" in name:
+                    for c in range(shape[1]):
+                        x[:, c] = torch.tensor(HALF_EDGES[c % len(HALF_EDGES)], dtype=torch.float64)
                 if "NaNs" in name:
                     # Where an extremum's vector and scalar forms could differ: which zero (rows and
                     # columns of zeros of both signs), and a NaN's place and payload (the sign).
@@ -61,7 +75,12 @@ def _inputs():
                     x[2::9, ::4] = -float("nan")
             else:
                 x = torch.randint(-(2**31), 2**31 - 1, shape, generator=gen, dtype=torch.int64)
-            inputs[(str(dtype), name)] = x.to(dtype)
+            x = x.to(dtype)
+            if dtype == torch.float16 and ("NaNs" in name or "edge cases" in name):
+                bits = x.view(torch.int16)
+                bits[1::11, ::6] = HALF_PAYLOAD_NANS[0]
+                bits[5::13, 1::6] = HALF_PAYLOAD_NANS[1]
+            inputs[(str(dtype), name)] = x
     return inputs
 
 
