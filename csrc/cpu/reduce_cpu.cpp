@@ -271,23 +271,60 @@ __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) inline void narrow_flo
 // are a plain vmax/vmin without _mm512_max_ps's undefined merge source, of
 // which gcc 12 warns. The masked form of vmax/vmin that keeps a NaN
 // accumulator in one instruction made float64 rows of 128 some 2x slower.)
-template <bool kMax, int n>
-__attribute__((target("avx512f"))) inline void combine_extrema_avx512(float* lane, const float* v) {
-  const __mmask16 all = 0xFFFF;
-  for (int k = 0; k < n; k += 16) {
-    const __m512 a = _mm512_loadu_ps(lane + k), b = _mm512_loadu_ps(v + k);
-    const __m512 m = kMax ? _mm512_maskz_max_ps(all, a, b) : _mm512_maskz_min_ps(all, a, b);
-    _mm512_storeu_ps(lane + k, _mm512_mask_mov_ps(m, _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q), a));
-  }
-}
+// The AVX-512 forms of float32 and float64 that the extrema folds below
+// take, so that one template of each fold serves both types. (merge: a's
+// lanes where `keep` is clear; all: no lane masked off, the maskz form.)
+#define TORCH_REDUCE_AVX512_FN __attribute__((target("avx512f"), always_inline)) static inline
+template <typename T>
+struct Avx512Extrema;
 
-template <bool kMax, int n>
-__attribute__((target("avx512f"))) inline void combine_extrema_avx512(double* lane, const double* v) {
-  const __mmask8 all = 0xFF;
-  for (int k = 0; k < n; k += 8) {
-    const __m512d a = _mm512_loadu_pd(lane + k), b = _mm512_loadu_pd(v + k);
-    const __m512d m = kMax ? _mm512_maskz_max_pd(all, a, b) : _mm512_maskz_min_pd(all, a, b);
-    _mm512_storeu_pd(lane + k, _mm512_mask_mov_pd(m, _mm512_cmp_pd_mask(a, a, _CMP_UNORD_Q), a));
+template <>
+struct Avx512Extrema<float> {
+  using Vector = __m512;
+  using Mask = __mmask16;
+  static constexpr int kWidth = 16;
+  TORCH_REDUCE_AVX512_FN Vector load(const float* p) { return _mm512_loadu_ps(p); }
+  TORCH_REDUCE_AVX512_FN void store(float* p, Vector v) { _mm512_storeu_ps(p, v); }
+  template <int kPredicate>
+  TORCH_REDUCE_AVX512_FN Mask compare(Vector a, Vector b) { return _mm512_cmp_ps_mask(a, b, kPredicate); }
+  template <bool kMax>
+  TORCH_REDUCE_AVX512_FN Vector merge(Vector a, Mask keep, Vector b) {
+    return kMax ? _mm512_mask_max_ps(a, keep, a, b) : _mm512_mask_min_ps(a, keep, a, b);
+  }
+  template <bool kMax>
+  TORCH_REDUCE_AVX512_FN Vector all(Vector a, Vector b) {
+    return kMax ? _mm512_maskz_max_ps(Mask(0xFFFF), a, b) : _mm512_maskz_min_ps(Mask(0xFFFF), a, b);
+  }
+  TORCH_REDUCE_AVX512_FN Vector select(Vector a, Mask m, Vector b) { return _mm512_mask_mov_ps(a, m, b); }
+};
+
+template <>
+struct Avx512Extrema<double> {
+  using Vector = __m512d;
+  using Mask = __mmask8;
+  static constexpr int kWidth = 8;
+  TORCH_REDUCE_AVX512_FN Vector load(const double* p) { return _mm512_loadu_pd(p); }
+  TORCH_REDUCE_AVX512_FN void store(double* p, Vector v) { _mm512_storeu_pd(p, v); }
+  template <int kPredicate>
+  TORCH_REDUCE_AVX512_FN Mask compare(Vector a, Vector b) { return _mm512_cmp_pd_mask(a, b, kPredicate); }
+  template <bool kMax>
+  TORCH_REDUCE_AVX512_FN Vector merge(Vector a, Mask keep, Vector b) {
+    return kMax ? _mm512_mask_max_pd(a, keep, a, b) : _mm512_mask_min_pd(a, keep, a, b);
+  }
+  template <bool kMax>
+  TORCH_REDUCE_AVX512_FN Vector all(Vector a, Vector b) {
+    return kMax ? _mm512_maskz_max_pd(Mask(0xFF), a, b) : _mm512_maskz_min_pd(Mask(0xFF), a, b);
+  }
+  TORCH_REDUCE_AVX512_FN Vector select(Vector a, Mask m, Vector b) { return _mm512_mask_mov_pd(a, m, b); }
+};
+#undef TORCH_REDUCE_AVX512_FN
+
+template <bool kMax, int n, typename T>
+__attribute__((target("avx512f"))) inline void combine_extrema_avx512(T* lane, const T* v) {
+  using V = Avx512Extrema<T>;
+  for (int k = 0; k < n; k += V::kWidth) {
+    const typename V::Vector a = V::load(lane + k), b = V::load(v + k);
+    V::store(lane + k, V::select(V::template all<kMax>(a, b), V::template compare<_CMP_UNORD_Q>(a, a), a));
   }
 }
 
@@ -303,42 +340,25 @@ __attribute__((target("avx512f"))) inline void combine_extrema_avx512(double* la
 // 166 -> 138; of (100000, 48) 244 -> 167 -> 151. Tried for fold_lanes'
 // rows too: rows of 128 gained (float32 amin of (32768, 128) 164-178 ->
 // 146), but long rows lost fold_vector's prefetch (2^20 elements 23 -> 28).
-template <bool kMax, int n>
-__attribute__((target("avx512f"))) inline void fold_extrema_rows_avx512(float* lane, const float* x, int64_t rows,
+template <bool kMax, int n, typename T>
+__attribute__((target("avx512f"))) inline void fold_extrema_rows_avx512(T* lane, const T* x, int64_t rows,
                                                                         int64_t stride) {
-  __m512 acc[n / 16];
-  __mmask16 live[n / 16];
-  for (int k = 0; k < n / 16; ++k) {
-    acc[k] = _mm512_loadu_ps(lane + 16 * k);
-    live[k] = _mm512_cmp_ps_mask(acc[k], acc[k], _CMP_ORD_Q);
+  using V = Avx512Extrema<T>;
+  constexpr int kVectors = n / V::kWidth;
+  typename V::Vector acc[kVectors];
+  typename V::Mask live[kVectors];
+  for (int k = 0; k < kVectors; ++k) {
+    acc[k] = V::load(lane + V::kWidth * k);
+    live[k] = V::template compare<_CMP_ORD_Q>(acc[k], acc[k]);
   }
   for (int64_t r = 0; r < rows; ++r) {
-    for (int k = 0; k < n / 16; ++k) {
-      const __m512 b = _mm512_loadu_ps(x + r * stride + 16 * k);
-      acc[k] = kMax ? _mm512_mask_max_ps(acc[k], live[k], acc[k], b) : _mm512_mask_min_ps(acc[k], live[k], acc[k], b);
-      live[k] &= _mm512_cmp_ps_mask(b, b, _CMP_ORD_Q);
+    for (int k = 0; k < kVectors; ++k) {
+      const typename V::Vector b = V::load(x + r * stride + V::kWidth * k);
+      acc[k] = V::template merge<kMax>(acc[k], live[k], b);
+      live[k] &= V::template compare<_CMP_ORD_Q>(b, b);
     }
   }
-  for (int k = 0; k < n / 16; ++k) _mm512_storeu_ps(lane + 16 * k, acc[k]);
-}
-
-template <bool kMax, int n>
-__attribute__((target("avx512f"))) inline void fold_extrema_rows_avx512(double* lane, const double* x, int64_t rows,
-                                                                        int64_t stride) {
-  __m512d acc[n / 8];
-  __mmask8 live[n / 8];
-  for (int k = 0; k < n / 8; ++k) {
-    acc[k] = _mm512_loadu_pd(lane + 8 * k);
-    live[k] = _mm512_cmp_pd_mask(acc[k], acc[k], _CMP_ORD_Q);
-  }
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int k = 0; k < n / 8; ++k) {
-      const __m512d b = _mm512_loadu_pd(x + r * stride + 8 * k);
-      acc[k] = kMax ? _mm512_mask_max_pd(acc[k], live[k], acc[k], b) : _mm512_mask_min_pd(acc[k], live[k], acc[k], b);
-      live[k] &= _mm512_cmp_pd_mask(b, b, _CMP_ORD_Q);
-    }
-  }
-  for (int k = 0; k < n / 8; ++k) _mm512_storeu_pd(lane + 8 * k, acc[k]);
+  for (int k = 0; k < kVectors; ++k) V::store(lane + V::kWidth * k, acc[k]);
 }
 #else
 template <typename F>
