@@ -21,7 +21,8 @@ pytestmark = pytest.mark.skipif(
 )
 
 # (name, shape, dims): full reductions and rows long enough for the lanes, short rows of a
-# compile-time and a run-time length, wide columns (the column tiles and their remainder), columns
+# compile-time length (5; 3, 4 and 8, read back to back as interleaved vectors) and a run-time
+# length, wide columns (the column tiles and their remainder), columns
 # of a tile, whole vectors and part of one (float16: tiles of four vectors, then one, the last one
 # in part), columns of part of a vector, narrow columns (side by side), rows of a few vectors (eight
 # to a call, then the rest one by one), and such rows and narrow columns (three vectors and part of
@@ -35,6 +36,9 @@ LAYOUTS = [
     ("rows of a few vectors", (4001, 77), (1,)),
     ("rows of a few vectors, NaNs and signed zeros", (1001, 77), (1,)),
     ("short rows, length 5", (4001, 5), (1,)),
+    ("short rows, length 3", (4001, 3), (1,)),
+    ("short rows, length 4", (4001, 4), (1,)),
+    ("short rows, length 8, NaNs and signed zeros", (4001, 8), (1,)),
     ("short rows, length 21", (4001, 21), (1,)),
     ("wide columns", (300, 1030), (0,)),
     ("columns of a tile, vectors and part of one", (300, 93), (0,)),
@@ -71,7 +75,7 @@ def _inputs():
                     # columns of zeros of both signs), and a NaN's place and payload (the sign).
                     x[::3] = x[::3].sign() * 0.0
                     x[:, ::5] = x[:, ::5].sign() * 0.0
-                    x[::7, -17] = float("nan")
+                    x[::7, -17 % shape[-1]] = float("nan")
                     x[2::9, ::4] = -float("nan")
             else:
                 x = torch.randint(-(2**31), 2**31 - 1, shape, generator=gen, dtype=torch.int64)

@@ -966,6 +966,37 @@ constexpr int kShortRowLengths = 8;
 // dev builds, us: (4001, 24) 23.1 -> 17.5, (2000, 7) 8.3 -> 10.5).
 constexpr int kRowsTogether = 8;
 
+// Back-to-back rows of a compile-time length are folded with their stride a
+// constant too: the compiler then reads their elements as interleaved vectors
+// (permutes), a vector of rows at a time, where it built each vector an
+// element at a time. gcc 12 does so well for lengths of 3 and powers of two;
+// for 5, 6 and 7 its permutes were slower than the element-wise loads (a dev
+// build that read every length so: float32 amax over rows of 7, 251-294 ->
+// 412-440 us; float16, whose portable conversion it vectorised too, up to 10x
+// slower), so those keep them. Dev A/B on two AVX-512 cores (a build of
+// 203a46c against this, two alternating rounds; not committed), us, before
+// -> after (torch), sums and amax over dim 1 of 300000 rows: float32 sums of
+// 2 84-85 -> 29-30 (1089-1211), of 8 229-237 -> 93-107 (1046-1069);
+// bfloat16 sums of 4 292-301 -> 56-60 (1813-1884), amax of 8 728-980 ->
+// 181-184 (2168-2373); float16 sums of 8 517-528 -> 184-186 (1961-2011);
+// float64 amax of 4 333-336 -> 154-155 (778-816); int32 sums of 8 310-312
+// -> 140-142 (1270-1419); uint8 amax of 8 327-339 -> 56-58 (762-999). Rows
+// of 5 to 7 and of a stride of their own are level.
+constexpr bool reads_interleaved_rows(int length) { return length == 3 || (length & (length - 1)) == 0; }
+
+// Rows [begin, end) of `length` elements, `stride` apart, each folded in
+// sequence from the identity.
+template <typename acc_t, typename scalar_t, typename out_t, typename Op>
+C10_ALWAYS_INLINE void fold_rows_one_by_one(const scalar_t* data, int64_t stride, int64_t length, int64_t begin,
+                                            int64_t end, out_t* out, const Op& op) {
+  for (int64_t row = begin; row < end; ++row) {
+    const scalar_t* x = data + row * stride;
+    acc_t acc = op.identity();
+    for (int64_t i = 0; i < length; ++i) acc = op.combine(acc, widen<acc_t>(x[i]));
+    out[row] = static_cast<out_t>(op.project(acc));
+  }
+}
+
 template <int kLength, typename scalar_t, typename acc_t, typename out_t, typename Isa, typename Op>
 void fold_short_rows(Isa isa, const scalar_t* data, int64_t stride, int64_t length, int64_t begin, int64_t end,
                      out_t* out, const Op& op) {
@@ -995,12 +1026,24 @@ void fold_short_rows(Isa isa, const scalar_t* data, int64_t stride, int64_t leng
       store_results(isa, acc, kRowsTogether, out + row, op);
     }
   }
-  for (; row < end; ++row) {
-    const scalar_t* x = data + row * stride;
-    acc_t acc = op.identity();
-    for (int64_t i = 0; i < n; ++i) acc = op.combine(acc, widen<acc_t>(x[i]));
-    out[row] = static_cast<out_t>(op.project(acc));
+  if constexpr (kLength > 0 && reads_interleaved_rows(kLength)) {
+    if (stride == kLength) {
+      if constexpr (std::is_same_v<scalar_t, at::Half> && kWidenVector<scalar_t, Isa::value> > 1) {
+        // Half is widened by F16C a block of rows at a time, then folded as
+        // floats. Widened by the portable half_to_float, float16 sums over
+        // 300000 rows of 2 took 87-92 us, against 50-54 this way; of 8,
+        // 248-259 against 188-194 (two dev builds, alternating rounds).
+        constexpr int kBlockRows = 64;
+        for (; row + kBlockRows <= end; row += kBlockRows) {
+          acc_t wide[kBlockRows * kLength];
+          widen_vector<Isa::value, kBlockRows * kLength>(data + row * kLength, wide);
+          fold_rows_one_by_one<acc_t>(wide, kLength, n, 0, kBlockRows, out + row, op);
+        }
+      }
+      return fold_rows_one_by_one<acc_t>(data, kLength, n, row, end, out, op);
+    }
   }
+  fold_rows_one_by_one<acc_t>(data, stride, n, row, end, out, op);
 }
 
 // fold_short_rows for a run-time length: compile-time up to kMax, else not.
