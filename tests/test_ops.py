@@ -422,20 +422,22 @@ def test_rows_at_every_offset_give_the_bits_of_an_aligned_copy(device, dtype, le
             bitwise_equal(reduce(view, 1), aligned, f"{name}, offset {offset}")
 
 
-@pytest.mark.parametrize("dtype", BATCH_DTYPES + [torch.int32, torch.uint8], ids=_id)
-@pytest.mark.parametrize("length", [1, 2, 3, 4, 8, 16], ids=_id)
+@pytest.mark.parametrize("dtype", BATCH_DTYPES + [torch.float64, torch.int32, torch.uint8], ids=_id)
+@pytest.mark.parametrize("length", [1, 2, 3, 4, 8, 16, 32], ids=_id)
 @pytest.mark.parametrize("op", ["sum", "mean", "amax"])
-def test_short_rows_read_packed_or_not(device, dtype, length, op, make_input, bitwise_equal):
-    """Rows of at most a 16-byte vector (float32 4, half precision 8, uint8 16 elements),
-    back to back and aligned, are read one or more to a load on the GPU; a row gives the same
-    bits read that way, from rows with a gap between them, or from a misaligned start (4099
-    rows: the last ones are not a whole vector)."""
+def test_short_rows_read_packed_or_not(device, dtype, length, op, make_input, check, bitwise_equal):
+    """Rows of at most a 16-byte vector (float64 2, float32 4, half precision 8, uint8 16
+    elements), back to back and aligned, are read one or more to a load on the GPU, and back to
+    back rows of up to 8 elements as interleaved vectors on the CPU; a row gives the same bits
+    read that way, from rows with a gap between them, or from a misaligned start (4099 rows: the
+    last ones are not a whole vector)."""
     if op == "mean" and not dtype.is_floating_point:
         pytest.skip("torch.mean takes floating inputs only")
     rows = 4099
     reduce = getattr(torch_reduce, op)
     x = make_input((rows, length), dtype, device)
     packed = reduce(x, 1)
+    check(packed, x, op=op, dim=1)
     gapped = torch.empty((rows, length + 1), dtype=dtype, device=device)[:, :length]
     misaligned = torch.empty(rows * length + 1, dtype=dtype, device=device)[1:].view(rows, length)
     for name, view in (("gapped", gapped), ("misaligned", misaligned)):
