@@ -984,17 +984,21 @@ constexpr int kRowsTogether = 8;
 // of 5 to 7 and of a stride of their own are level.
 constexpr bool reads_interleaved_rows(int length) { return length == 3 || (length & (length - 1)) == 0; }
 
+// A row of `length` elements folded in sequence from the identity.
+template <typename acc_t, typename scalar_t, typename Op>
+C10_ALWAYS_INLINE acc_t fold_in_sequence(const scalar_t* x, int64_t length, const Op& op) {
+  acc_t acc = op.identity();
+  for (int64_t i = 0; i < length; ++i) acc = op.combine(acc, widen<acc_t>(x[i]));
+  return acc;
+}
+
 // Rows [begin, end) of `length` elements, `stride` apart, each folded in
 // sequence from the identity.
 template <typename acc_t, typename scalar_t, typename out_t, typename Op>
 C10_ALWAYS_INLINE void fold_rows_one_by_one(const scalar_t* data, int64_t stride, int64_t length, int64_t begin,
                                             int64_t end, out_t* out, const Op& op) {
-  for (int64_t row = begin; row < end; ++row) {
-    const scalar_t* x = data + row * stride;
-    acc_t acc = op.identity();
-    for (int64_t i = 0; i < length; ++i) acc = op.combine(acc, widen<acc_t>(x[i]));
-    out[row] = static_cast<out_t>(op.project(acc));
-  }
+  for (int64_t row = begin; row < end; ++row)
+    out[row] = static_cast<out_t>(op.project(fold_in_sequence<acc_t>(data + row * stride, length, op)));
 }
 
 template <int kLength, typename scalar_t, typename acc_t, typename out_t, typename Isa, typename Op>
@@ -1029,15 +1033,19 @@ void fold_short_rows(Isa isa, const scalar_t* data, int64_t stride, int64_t leng
   if constexpr (kLength > 0 && reads_interleaved_rows(kLength)) {
     if (stride == kLength) {
       if constexpr (std::is_same_v<scalar_t, at::Half> && kWidenVector<scalar_t, Isa::value> > 1) {
-        // Half is widened by F16C a block of rows at a time, then folded as
-        // floats. Widened by the portable half_to_float, float16 sums over
-        // 300000 rows of 2 took 87-92 us, against 50-54 this way; of 8,
-        // 248-259 against 188-194 (two dev builds, alternating rounds).
+        // Half is widened by F16C a block of rows at a time, folded as
+        // floats, and the results narrowed by F16C too (store_results).
+        // Dev builds, float16 sums over 300000 rows, us: of 2, 87-92 with the
+        // portable half_to_float, 50-54 widened by F16C (two alternating
+        // rounds), 43-48 -> 31-35 with the results by F16C too (three); of
+        // 8, 248-259, 188-194, 183-256 -> 143-175.
         constexpr int kBlockRows = 64;
         for (; row + kBlockRows <= end; row += kBlockRows) {
           acc_t wide[kBlockRows * kLength];
           widen_vector<Isa::value, kBlockRows * kLength>(data + row * kLength, wide);
-          fold_rows_one_by_one<acc_t>(wide, kLength, n, 0, kBlockRows, out + row, op);
+          acc_t results[kBlockRows];
+          for (int k = 0; k < kBlockRows; ++k) results[k] = fold_in_sequence<acc_t>(wide + k * kLength, kLength, op);
+          store_results(isa, results, kBlockRows, out + row, op);
         }
       }
       return fold_rows_one_by_one<acc_t>(data, kLength, n, row, end, out, op);
