@@ -428,7 +428,7 @@ def test_rows_at_every_offset_give_the_bits_of_an_aligned_copy(device, dtype, le
 def test_short_rows_read_packed_or_not(device, dtype, length, op, make_input, check, bitwise_equal):
     """Rows of at most a 16-byte vector (float64 2, float32 4, half precision 8, uint8 16
     elements), back to back and aligned, are read one or more to a load on the GPU, and back to
-    back rows of up to 8 elements as interleaved vectors on the CPU; a row gives the same bits
+    back rows of 1 to 4 or 8 elements as interleaved vectors on the CPU; a row gives the same bits
     read that way, from rows with a gap between them, or from a misaligned start (4099 rows: the
     last ones are not a whole vector)."""
     if op == "mean" and not dtype.is_floating_point:
