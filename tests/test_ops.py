@@ -427,8 +427,9 @@ def test_rows_at_every_offset_give_the_bits_of_an_aligned_copy(device, dtype, le
 @pytest.mark.parametrize("op", ["sum", "mean", "amax"])
 def test_short_rows_read_packed_or_not(device, dtype, length, op, make_input, check, bitwise_equal):
     """Rows of at most a 16-byte vector (float64 2, float32 4, half precision 8, uint8 16
-    elements), back to back and aligned, are read one or more to a load on the GPU, and back to
-    back rows of 1 to 4 or 8 elements as interleaved vectors on the CPU; a row gives the same bits
+    elements) or of exactly two, back to back and aligned, are read one or more to a load, or a
+    vector a lane, on the GPU, and back to back rows of 1 to 4 or 8 elements as interleaved
+    vectors on the CPU; a row gives the same bits
     read that way, from rows with a gap between them, or from a misaligned start (4099 rows: the
     last ones are not a whole vector)."""
     if op == "mean" and not dtype.is_floating_point:
@@ -662,10 +663,12 @@ def test_column_passes_keep_stream_order(cuda_device, op, make_input, check):
 # Inputs larger than the L2 of an H100 (50 MB), which the kernels read evict-first where what they
 # write fits in half of it: column_short_kernel's one level (3 x 5000000, 32 x 1048576) and first
 # level (65536 x 1024), row_reduce_kernel's one row a lane (1048576 x 32) and
-# packed_row_reduce_kernel (bfloat16 7840000 x 4, two rows a vector; float32 4000000 x 4, one).
+# packed_row_reduce_kernel (bfloat16 7840000 x 4, two rows a vector; float32 4000000 x 4, one;
+# float32 4000000 x 8, a vector a lane).
 STREAMED_CASES = [(torch.float32, (3, 5000000), 0), (torch.float32, (32, 1048576), 0),
                   (torch.float32, (65536, 1024), 0), (torch.float32, (1048576, 32), 1),
-                  (torch.bfloat16, (7840000, 4), 1), (torch.float32, (4000000, 4), 1)]
+                  (torch.bfloat16, (7840000, 4), 1), (torch.float32, (4000000, 4), 1),
+                  (torch.float32, (4000000, 8), 1)]
 
 
 @pytest.mark.requires_cuda

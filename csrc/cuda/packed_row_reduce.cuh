@@ -16,9 +16,22 @@
 // 38.1 -> 38.0 (DRAM-bound). Eight loads a lane were slower on most of them
 // (bfloat16 1048576 x 8 3.84, uint8 amax 27.5).
 //
-// A row's order is the one row_reduce_kernel gives a row of one item: its
-// elements folded in index order, starting from the identity. So a row gives
-// the same bits packed or not (batch invariance, tests/test_ops.py).
+// Rows of exactly two vectors (kLanes 2: float32 rows of 8, bfloat16 of 16)
+// take a pair of adjacent lanes each, a vector a lane, for the same reason:
+// row_reduce_kernel read them four rows a lane in its several-rows kernel.
+// ptxas: 37 to 59 registers, no spills. H200 A/B as above, us, several rows
+// -> a vector a lane (torch): float32 sum 1048576 x 8 7.94 -> 5.14-5.54
+// (51.9), 100000 x 8 2.67 -> 1.72 (6.15), 4099 x 8 1.74 -> 1.32 (2.09),
+// 4000000 x 8 35.6 -> 32.0 (204); bfloat16 sum 1048576 x 16 9.29 -> 6.44
+// (103); float64 sum 2000000 x 4 26.5 -> 18.6 (55.9); int32 sum 1048576 x 8
+// 12.0 -> 7.6 (93.5); uint8 amax 1048576 x 32 18.8 -> 11.3 (260). amax moved
+// alike.
+//
+// A row's order is the one row_reduce_kernel gives it: a row of one item has
+// its elements folded in index order, starting from the identity; a row of
+// two items has each item folded so, then the second combined into the first.
+// So a row gives the same bits packed or not (batch invariance,
+// tests/test_ops.py).
 #pragma once
 
 #include "row_reduce.cuh"
@@ -26,19 +39,27 @@
 namespace torch_reduce {
 namespace cuda {
 
+// The vectors (kLanes) of the longest rows read here: the longest rows that
+// row_reduce_kernel reads several to a lane (kShortRowItems); it reads longer
+// ones a row a lane or a group, in its one-row kernels.
+constexpr int kPackedRowVectors = 2;
+
 template <typename scalar_t, typename out_t>
 struct PackedRowArgs {
   const scalar_t* data;  // 16-byte aligned
-  int64_t rows;          // of kWidth / kRows elements each
+  int64_t rows;          // of kWidth / kRows, or kWidth * kLanes, elements each
   out_t* out;            // aligned to kRows outputs
 };
 
+// kRows: rows a vector; kLanes: vectors (and lanes) a row; one of them is 1.
 // kEvictFirst: the loads read evict-first (evict_first_input).
-template <typename scalar_t, typename acc_t, typename out_t, typename Op, int kRows, bool kEvictFirst>
+template <typename scalar_t, typename acc_t, typename out_t, typename Op, int kRows, int kLanes, bool kEvictFirst>
 __global__ void __launch_bounds__(kRowThreads) packed_row_reduce_kernel(PackedRowArgs<scalar_t, out_t> args, Op op) {
+  static_assert(kRows == 1 || kLanes == 1, "rows of at most a vector, or of whole vectors");
+  static_assert(kWarpSize % kLanes == 0, "a row's lanes lie in one warp");
   constexpr int kWidth = vector_width<scalar_t>();
   constexpr int kLength = kWidth / kRows;
-  const int64_t vectors = args.rows / kRows;
+  const int64_t vectors = args.rows / kRows * kLanes;
   // Slot s of a warp's pass reads vector warp_first + s * 32 + lane.
   constexpr int64_t kWarpVectors = kRowSlots * kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
@@ -54,21 +75,34 @@ __global__ void __launch_bounds__(kRowThreads) packed_row_reduce_kernel(PackedRo
 #pragma unroll
     for (int s = 0; s < kRowSlots; ++s) {
       const int64_t v = warp_first + s * kWarpSize + lane;
-      if (v < vectors) {
-        Vector<out_t, kRows> results;
+      if constexpr (kLanes == 1) {
+        if (v < vectors) {
+          Vector<out_t, kRows> results;
 #pragma unroll
-        for (int r = 0; r < kRows; ++r)
-          results.value[r] = static_cast<out_t>(op.project(fold_elements<acc_t>(loaded[s].value + r * kLength, kLength, op)));
-        store_vector(args.out + v * kRows, results);
+          for (int r = 0; r < kRows; ++r)
+            results.value[r] =
+                static_cast<out_t>(op.project(fold_elements<acc_t>(loaded[s].value + r * kLength, kLength, op)));
+          store_vector(args.out + v * kRows, results);
+        }
+      } else {
+        // Every lane shuffles (a row's lanes are all in range or all out).
+        const acc_t item = v < vectors ? fold_vector(op.identity(), loaded[s], op) : op.identity();
+        // On the row's first lane, lane ^ i is its item i: folded in order.
+        acc_t total = item;
+#pragma unroll
+        for (int i = 1; i < kLanes; ++i) total = op.combine(total, shuffle_xor(item, i, kLanes));
+        if (v < vectors && lane % kLanes == 0) args.out[v / kLanes] = static_cast<out_t>(op.project(total));
       }
     }
   }
   // The rows after the last whole vector (fewer than kRows), a thread each.
-  const int64_t thread = blockIdx.x * static_cast<int64_t>(kRowThreads) + threadIdx.x;
-  const int64_t tail_row = vectors * kRows + thread;
-  if (thread < kRows && tail_row < args.rows) {
-    const acc_t acc = fold_elements<acc_t>(args.data + tail_row * kLength, kLength, op);
-    args.out[tail_row] = static_cast<out_t>(op.project(acc));
+  if constexpr (kRows > 1) {
+    const int64_t thread = blockIdx.x * static_cast<int64_t>(kRowThreads) + threadIdx.x;
+    const int64_t tail_row = vectors * kRows + thread;
+    if (thread < kRows && tail_row < args.rows) {
+      const acc_t acc = fold_elements<acc_t>(args.data + tail_row * kLength, kLength, op);
+      args.out[tail_row] = static_cast<out_t>(op.project(acc));
+    }
   }
 }
 

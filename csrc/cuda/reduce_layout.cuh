@@ -1,7 +1,7 @@
 // Routes a ReduceLayout to the kernel that reads it at full bandwidth:
 //   full reductions and long rows -> split_row_reduce_kernel (one launch)
 //   shorter rows                  -> row_reduce_kernel, or
-//                                    packed_row_reduce_kernel (rows of at most a vector)
+//                                    packed_row_reduce_kernel (rows of at most a vector, or of two)
 //   strided columns               -> column_short_kernel, column_block_kernel
 //                                    or column_tile_kernel, pass after pass
 //   rows read through strides     -> staged_rows_kernel (small inputs), or
@@ -72,17 +72,28 @@ void launch_rows(const scalar_t* data, const ReduceLayout& layout, const Output<
   const bool back_to_back = !gathered && (layout.batch == 1 || layout.batch_stride == layout.reduce);
   const bool evict_first = evict_first_input(layout.batch * layout.reduce * static_cast<int64_t>(sizeof(scalar_t)),
                                              layout.batch * static_cast<int64_t>(sizeof(out_t)));
-  const int64_t rows_per_vector = kWidth / layout.reduce;
-  if (layout.reduce <= kWidth && kWidth % layout.reduce == 0 && back_to_back && is_aligned(data) &&
-      out.index.dims == 0 && is_aligned(out.data, rows_per_vector * sizeof(out_t))) {
+  // packed_row_reduce_kernel: rows of at most a vector that divide it, or of
+  // exactly kPackedRowVectors vectors.
+  const bool short_row = layout.reduce <= kWidth;
+  const bool packs = short_row ? kWidth % layout.reduce == 0 : layout.reduce == kPackedRowVectors * kWidth;
+  const int64_t rows_per_vector = short_row ? kWidth / layout.reduce : 1;
+  if (packs && back_to_back && is_aligned(data) && out.index.dims == 0 &&
+      is_aligned(out.data, rows_per_vector * sizeof(out_t))) {
     PackedRowArgs<scalar_t, out_t> args{data, layout.batch, out.data};
-    const auto blocks = static_cast<unsigned int>(
-        grid_stride_blocks(ceil_div(layout.batch / rows_per_vector, kRowSlots), kRowThreads));
-    with_width<kWidth>(static_cast<int>(rows_per_vector), [&](auto rows) {
-      auto kernel = evict_first ? packed_row_reduce_kernel<scalar_t, acc_t, out_t, Op, decltype(rows)::value, true>
-                                : packed_row_reduce_kernel<scalar_t, acc_t, out_t, Op, decltype(rows)::value, false>;
+    const int64_t vectors = short_row ? layout.batch / rows_per_vector : layout.batch * kPackedRowVectors;
+    const auto blocks = static_cast<unsigned int>(grid_stride_blocks(ceil_div(vectors, kRowSlots), kRowThreads));
+    auto launch_packed = [&](auto rows, auto lanes) {
+      constexpr int kRows = decltype(rows)::value, kLanes = decltype(lanes)::value;
+      auto kernel = evict_first ? packed_row_reduce_kernel<scalar_t, acc_t, out_t, Op, kRows, kLanes, true>
+                                : packed_row_reduce_kernel<scalar_t, acc_t, out_t, Op, kRows, kLanes, false>;
       kernel<<<blocks, kRowThreads, 0, stream.stream()>>>(args, op);
-    });
+    };
+    if (short_row) {
+      with_width<kWidth>(static_cast<int>(rows_per_vector),
+                         [&](auto rows) { launch_packed(rows, std::integral_constant<int, 1>{}); });
+    } else {
+      launch_packed(std::integral_constant<int, 1>{}, std::integral_constant<int, kPackedRowVectors>{});
+    }
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return;
   }
