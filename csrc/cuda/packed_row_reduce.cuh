@@ -40,9 +40,9 @@ namespace torch_reduce {
 namespace cuda {
 
 // The vectors (kLanes) of the longest rows read here: the longest rows that
-// row_reduce_kernel reads several to a lane (kShortRowItems); it reads longer
-// ones a row a lane or a group, in its one-row kernels.
-constexpr int kPackedRowVectors = 2;
+// row_reduce_kernel reads several to a lane; it reads longer ones a row a
+// lane or a group, in its one-row kernels.
+constexpr int kPackedRowVectors = kShortRowItems;
 
 template <typename scalar_t, typename out_t>
 struct PackedRowArgs {
