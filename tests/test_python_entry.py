@@ -64,7 +64,7 @@ REFUSED_DIMS = {
 def test_wrappers_take_the_dim_forms_torch_takes(device, op, form, keepdim, make_input, bitwise_equal):
     x = make_input((3, 4, 5), torch.float32, device)
     dim = TAKEN_DIMS[form]()
-    dims = torch.tensor(dim).reshape(-1).tolist()
+    dims = torch.as_tensor(dim).reshape(-1).tolist()
     reference = getattr(torch_reduce, op)(x, dims, keepdim)
     bitwise_equal(getattr(torch_reduce, op)(x, dim, keepdim), reference)
     bitwise_equal(getattr(torch_reduce, op)(x, dim=dim, keepdim=keepdim), reference)
