@@ -46,7 +46,10 @@ __device__ __forceinline__ void reduce_short_chunk(const in_t* base, int64_t str
       const int s = ((q & 1) << 2) | (q & 2) | (q >> 2);
       count[j] = slot_rows(rows, s);
       // Rows past the slot read row 0 again (a slot may have none): loads
-      // stay unpredicated (see load_rows).
+      // stay unpredicated (see load_rows). Those re-reads hit in the L1 and
+      // add no L2 traffic (ncu on the H200, not committed: bfloat16 3 x
+      // 5000000 over dim 0, 5 of 8 load sectors hit, L2 sectors read = the
+      // input's 937,500).
 #pragma unroll
       for (int k = 0; k < kRowsPerSlot; ++k) {
         const in_t* row = base + (k < count[j] ? s + k * kSlots : 0) * stride;
