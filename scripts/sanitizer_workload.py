@@ -44,11 +44,13 @@ for dtype in (torch.float32, torch.bfloat16, torch.int32, torch.uint8):
     # such items several a thread in columns of 12 and 20 rows too (12 x 65539, 20 x 262147), and
     # one a thread in chunks of 5, 12, 24 and 48 rows (the last dim 1 shapes), in slot order or by
     # rows. Items of one column several chunks a step in column_block_kernel (300 x 4999) and two
-    # rounds ahead in column_tile_kernel's teams (2500 x 5).
+    # rounds ahead in column_tile_kernel's teams (2500 x 5). Chunks of up to 2 and 4 rows, which read
+    # only those slots, one wave of blocks: wide items (2 x 4096, 3 x 40000) and narrow (2 x 4099, 4 x 8193).
     for shape, dim in (((64, 7), -1), ((4099, 2), -1), ((1001, 4), -1), ((1001, 8), -1), ((1001, 16), -1), ((48, 32), -1), ((40, 1000), -1), ((60, 1505), -1), ((3, 70_000), -1), ((130, 9), 0), ((40, 300), 0), ((200, 64), 0),
                        ((5, 130, 12), 1), ((40, 33, 6), 1), ((5, 301), 0), ((12, 65539), 0), ((300, 4999), 0), ((4100, 1027), 0), ((4100, 1028), 0),
                        ((16, 262144), 0), ((20, 262147), 0), ((40, 65536), 0), ((600000, 3), 0),
-                       ((64, 5, 7), 1), ((300, 12, 7), 1), ((300, 24, 7), 1), ((40, 24, 65), 1), ((40, 48, 7), 1), ((100_000, 7), -1), ((2500, 5), 0)):
+                       ((64, 5, 7), 1), ((300, 12, 7), 1), ((300, 24, 7), 1), ((40, 24, 65), 1), ((40, 48, 7), 1), ((100_000, 7), -1), ((2500, 5), 0),
+                       ((2, 4096), 0), ((3, 40_000), 0), ((2, 4099), 0), ((4, 8193), 0)):
         x = (torch.randn(shape, device=device) * 10).to(dtype) if not exact else torch.randint(0, 100, shape, device=device, dtype=dtype)
         cpu = x.cpu()
         check(f"sum {dtype} {shape} {dim}", torch_reduce.sum(x, dim), torch.sum(cpu, dim), exact)

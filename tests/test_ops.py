@@ -498,7 +498,8 @@ def fold64_reference(x):
 
 # (rows, columns): one level and several, ragged chunks and tiles, narrow and wide outputs, vector
 # and scalar loads: column_short_kernel (eight rows a step, for chunks of up to 8, 16, 32 and 64
-# rows: 5 x 3, 9 x 300, 16 x 262144, 20 x 300000 with ragged slots, 40 x 524288),
+# rows: 5 x 3, 9 x 300, 16 x 262144, 20 x 300000 with ragged slots, 40 x 524288; chunks of up to 2
+# and 4 rows read only their slots: 2 x 4096, 3 x 40000, 4 x 8192),
 # column_chunk_kernel (one level a pass), column_tile_kernel (two: the passes of at most 64 chunks
 # with few columns -- 63 x 7, 64 x 1, ..., the last passes of longer columns), column_wide_kernel
 # (two, a block a tile: 600000 x 3 with a ragged last tile, 540000 x 6, 1000000 x 2, 1048576 x 8
@@ -524,7 +525,8 @@ COLUMN_ORDER_CASES = [(1, 7), (5, 3), (8, 2), (9, 300), (24, 2048), (29, 885), (
                       (600000, 3), (540000, 6), (70000, 33), (33000, 512), (65536, 4096), (5000, 65536),
                       (1000000, 2), (1048576, 8), (4000, 2), (2000, 8), (262144, 128), (65536, 1024), (200000, 64),
                       (500, 4999), (4200, 1025), (300, 77), (7, 70001), (16384, 9000), (30000, 4238), (24, 7), (30, 31),
-                      (30, 33), (300, 4999), (300, 8450), (2500, 5)]
+                      (30, 33), (300, 4999), (300, 8450), (2500, 5),
+                      (2, 4096), (3, 40000), (4, 8192)]
 
 
 @pytest.mark.requires_cuda
@@ -619,6 +621,24 @@ def test_extremum_columns_propagate_nan(device, op, dtype, width, make_input, ch
         x[row, column] = float("nan")
     out = getattr(torch_reduce, op)(x, 0)
     assert out.isnan().tolist() == [c in nan_columns for c in range(width)]
+    check(out, x, op=op, dim=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=_id)
+@pytest.mark.parametrize("op", ["sum", "mean", "amax", "amin"])
+@pytest.mark.parametrize("rows", [2, 3, 4, 7])
+@pytest.mark.parametrize("width", [4096, 4099])
+def test_short_columns_special_values(device, op, dtype, rows, width, make_input, check):
+    """Columns of 2 to 7 rows (chunks of up to 2, 4 and 8 rows, whose kernels read only those
+    slots), in wide items and in narrow ones: a NaN, an infinity of each sign, and infinities of both
+    signs in one column reach their own columns, as torch computes them."""
+    x = make_input((rows, width), dtype, device)
+    x[rows - 1, 5] = float("nan")
+    x[0, 100] = float("inf")
+    x[rows // 2, 200] = float("-inf")
+    x[0, 300], x[rows - 1, 300] = float("-inf"), float("inf")
+    out = getattr(torch_reduce, op)(x, 0)
+    assert out[5].isnan()
     check(out, x, op=op, dim=0)
 
 

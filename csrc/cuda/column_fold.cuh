@@ -104,17 +104,18 @@ constexpr int short_spread(int width) {
 }
 
 // Calls f(std::integral_constant<int, W>{}) for the run-time item width W, a
-// power of two up to kMax: each width gets code (or a kernel) of its own.
-template <int kMax, typename F>
+// power of two from kMin up to kMax: each width gets code (or a kernel) of
+// its own.
+template <int kMax, int kMin = 1, typename F>
 __host__ __device__ __forceinline__ void with_width(int width, F&& f) {
-  if constexpr (kMax > 1) {
+  if constexpr (kMax > kMin) {
     if (width == kMax) {
       f(std::integral_constant<int, kMax>{});
     } else {
-      with_width<kMax / 2>(width, f);
+      with_width<kMax / 2, kMin>(width, f);
     }
   } else {
-    f(std::integral_constant<int, 1>{});
+    f(std::integral_constant<int, kMin>{});
   }
 }
 

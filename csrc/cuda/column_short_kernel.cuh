@@ -9,8 +9,19 @@
 namespace torch_reduce {
 namespace cuda {
 
-// One column chunk of at most 8 x kRowsPerSlot rows, eight rows a step:
-// step t folds the kSlots / kRowsPerSlot slots s = (3-bit reverse of q) for
+// Chunk classes: a chunk's rows rounded up to a power of two, from 2 to 64
+// (kChunkRows), each with a kernel of its own. Longer ones hold kRowsPerSlot
+// rows a slot; shorter ones (one row a slot) read only their first kChunkRows
+// slots, so that an empty slot costs neither a load nor its registers (see
+// reduce_short_chunk).
+constexpr int chunk_rows_per_slot(int chunk_rows) { return chunk_rows > kSlots ? chunk_rows / kSlots : 1; }
+constexpr int chunk_slots_read(int chunk_rows) { return chunk_rows < kSlots ? chunk_rows : kSlots; }
+
+// The slot of leaf q in combine_slots' left-to-right order: q's 3-bit reverse.
+__host__ __device__ constexpr int leaf_slot(int q) { return ((q & 1) << 2) | (q & 2) | (q >> 2); }
+
+// One column chunk of at most kChunkRows rows, eight rows a step:
+// step t folds the kSlots / kRowsPerSlot slots s = leaf_slot(q) for
 // q in [t * that, (t + 1) * that) -- the leaves of one subtree of
 // combine_slots' tree, which q-order (0, 4, 2, 6, 1, 5, 3, 7) walks left to
 // right -- and merges the subtree with the ones before it like a binary
@@ -24,13 +35,24 @@ namespace cuda {
 // after, us: bfloat16 sum over dim 1 of x[..., :2] of (n, 32, 500, 3), 4.2M
 // elements, 5.95 -> 4.45, of (n, 11, 58, 3) 8.89 -> 7.63; torch 4.38,
 // 5.78). The result is stored here.
+// Chunks of fewer than 8 rows read only their class's slots: the slots
+// past them hold no row, and their combines with the identity are left out,
+// which changes no bits (x combined with the identity is x: a sum's values
+// come from adding to +0, so none is -0; the max and min of a value and
+// -inf or +inf is that value). Loads of those slots re-reading row 0 had
+// cost the bfloat16 kernel both L1 traffic and registers (probe, H200,
+// benchmarks/results/short_columns_h200.txt: bfloat16 3 x 5000000, 8 slots
+// 12.23 us at 40 registers, 4 slots 7.93 us at 32; 2 x 5000000, 8 slots
+// 11.13 us, 4 slots 6.62 us, 2 slots 5.04 us).
 // A row is kSpread items of kItems columns, kWarpSize items apart (see
 // short_spread): out + e * kWarpSize * kItems gets item e's. kEvictFirst:
 // the loads ask the L2 to evict their lines first (see load_input).
-template <int kRowsPerSlot, int kItems, int kSpread, bool kEvictFirst, typename in_t, typename acc_t, typename out_t,
+template <int kChunkRows, int kItems, int kSpread, bool kEvictFirst, typename in_t, typename acc_t, typename out_t,
           typename Op>
 __device__ __forceinline__ void reduce_short_chunk(const in_t* base, int64_t stride, int rows, out_t* out,
                                                    const Op& op) {
+  constexpr int kRowsPerSlot = chunk_rows_per_slot(kChunkRows);
+  constexpr int kSlotsRead = chunk_slots_read(kChunkRows);
   constexpr int kSlotsPerStep = kSlots / kRowsPerSlot;
   constexpr int kHeights = kRowsPerSlot == 8 ? 3 : kRowsPerSlot == 4 ? 2 : kRowsPerSlot == 2 ? 1 : 0;
   constexpr int kColumns = kSpread * kItems;
@@ -43,13 +65,11 @@ __device__ __forceinline__ void reduce_short_chunk(const in_t* base, int64_t str
 #pragma unroll
     for (int j = 0; j < kSlotsPerStep; ++j) {
       const int q = t * kSlotsPerStep + j;
-      const int s = ((q & 1) << 2) | (q & 2) | (q >> 2);
+      const int s = leaf_slot(q);
       count[j] = slot_rows(rows, s);
-      // Rows past the slot read row 0 again (a slot may have none): loads
-      // stay unpredicated (see load_rows). Those re-reads hit in the L1 and
-      // add no L2 traffic (ncu on the H200, not committed: bfloat16 3 x
-      // 5000000 over dim 0, 5 of 8 load sectors hit, L2 sectors read = the
-      // input's 937,500).
+      if (kSlotsRead < kSlots && s >= kSlotsRead) continue;
+      // Rows past the slot read row 0 again (a slot of the class may have
+      // none): loads stay unpredicated (see load_rows).
 #pragma unroll
       for (int k = 0; k < kRowsPerSlot; ++k) {
         const in_t* row = base + (k < count[j] ? s + k * kSlots : 0) * stride;
@@ -75,9 +95,12 @@ __device__ __forceinline__ void reduce_short_chunk(const in_t* base, int64_t str
 #pragma unroll
       for (int c = 0; c < kColumns; ++c) {
         acc_t leaf[kSlotsPerStep];
+        bool read[kSlotsPerStep];  // known at compile time, once unrolled
 #pragma unroll
         for (int j = 0; j < kSlotsPerStep; ++j) {
+          read[j] = kSlotsRead == kSlots || leaf_slot(t * kSlotsPerStep + j) < kSlotsRead;
           leaf[j] = op.identity();
+          if (!read[j]) continue;
 #pragma unroll
           for (int k = 0; k < kRowsPerSlot; ++k) {
             const acc_t folded = op.combine(
@@ -88,12 +111,16 @@ __device__ __forceinline__ void reduce_short_chunk(const in_t* base, int64_t str
 #pragma unroll
         for (int width = kSlotsPerStep / 2; width >= 1; width /= 2) {
 #pragma unroll
-          for (int j = 0; j < width; ++j) leaf[j] = op.combine(leaf[2 * j], leaf[2 * j + 1]);
+          for (int j = 0; j < width; ++j) {
+            // A read slot's right sibling may be unread, never its left.
+            leaf[j] = read[2 * j + 1] ? op.combine(leaf[2 * j], leaf[2 * j + 1]) : leaf[2 * j];
+            read[j] = read[2 * j];
+          }
         }
         subtree[c] = leaf[0];
       }
     };
-    if (rows == kSlots * kRowsPerSlot) {
+    if (rows == kChunkRows) {
       fold(std::true_type{});
     } else {
       fold(std::false_type{});
@@ -178,24 +205,24 @@ __device__ __forceinline__ void reduce_narrow_chunk(const in_t* base, int64_t st
 // it through local memory, and the ops object comes by value: by reference,
 // mean's factor went through an 8-byte stack frame. One step (up to 8 rows)
 // is inlined: called, the 8-bit types' amax and amin spilled.
-template <int kRowsPerSlot, int kItems, int kSpread, bool kEvictFirst, typename in_t, typename acc_t, typename out_t,
+template <int kChunkRows, int kItems, int kSpread, bool kEvictFirst, typename in_t, typename acc_t, typename out_t,
           typename Op>
 __device__ __noinline__ void reduce_short_chunk_call(const in_t* base, int64_t stride, int rows, out_t* out, Op op) {
-  reduce_short_chunk<kRowsPerSlot, kItems, kSpread, kEvictFirst, in_t, acc_t>(base, stride, rows, out, op);
+  reduce_short_chunk<kChunkRows, kItems, kSpread, kEvictFirst, in_t, acc_t>(base, stride, rows, out, op);
 }
 
 // One chunk's fold, stored to `out`: in memory order for the NarrowByRows
 // kernels (kMemoryOrder), else inlined for one step (see above).
-template <int kRowsPerSlot, int kItems, int kSpread, bool kEvictFirst, bool kMemoryOrder, typename in_t,
+template <int kChunkRows, int kItems, int kSpread, bool kEvictFirst, bool kMemoryOrder, typename in_t,
           typename acc_t, typename out_t, typename Op>
 __device__ __forceinline__ void short_chunk(const in_t* base, int64_t stride, int rows, out_t* out, const Op& op) {
   if constexpr (kMemoryOrder) {
     static_assert(kSpread == 1 && !kEvictFirst, "one narrow item a thread, read by plain loads");
-    reduce_narrow_chunk<kRowsPerSlot, kItems, in_t, acc_t>(base, stride, rows, out, op);
-  } else if constexpr (kRowsPerSlot == 1) {
-    reduce_short_chunk<kRowsPerSlot, kItems, kSpread, kEvictFirst, in_t, acc_t>(base, stride, rows, out, op);
+    reduce_narrow_chunk<chunk_rows_per_slot(kChunkRows), kItems, in_t, acc_t>(base, stride, rows, out, op);
+  } else if constexpr (kChunkRows <= kSlots) {
+    reduce_short_chunk<kChunkRows, kItems, kSpread, kEvictFirst, in_t, acc_t>(base, stride, rows, out, op);
   } else {
-    reduce_short_chunk_call<kRowsPerSlot, kItems, kSpread, kEvictFirst, in_t, acc_t>(base, stride, rows, out, op);
+    reduce_short_chunk_call<kChunkRows, kItems, kSpread, kEvictFirst, in_t, acc_t>(base, stride, rows, out, op);
   }
 }
 
@@ -230,7 +257,7 @@ __device__ __forceinline__ int64_t unit_first_item(int64_t u, int64_t items) {
 // `out_index` (output.cuh) of args.out; gathered columns (a `column_index`
 // of one or more dims) start at args.data + strided_offset(b * args.columns
 // + c, column_index), dense ones where the layout says.
-template <int kRowsPerSlot, int kItems, int kSpread, bool kEvictFirst, bool kIndexed, bool kMemoryOrder,
+template <int kChunkRows, int kItems, int kSpread, bool kEvictFirst, bool kIndexed, bool kMemoryOrder,
           typename in_t, typename acc_t, typename out_t, typename Op>
 __device__ __forceinline__ void short_columns(const ColumnArgs<in_t, acc_t, out_t>& args, const Op& op,
                                               const StridedIndex& out_index, const StridedIndex& column_index) {
@@ -248,10 +275,10 @@ __device__ __forceinline__ void short_columns(const ColumnArgs<in_t, acc_t, out_
       const in_t* first_row = kIndexed && column_index.dims != 0
                                   ? args.data + strided_offset(static_cast<uint32_t>(column), column_index)
                                   : args.data + b * args.batch_stride + item * kItems;
-      short_chunk<kRowsPerSlot, kItems, kSpread, kEvictFirst, kMemoryOrder, in_t, acc_t>(
+      short_chunk<kChunkRows, kItems, kSpread, kEvictFirst, kMemoryOrder, in_t, acc_t>(
           first_row, args.reduce_stride, rows, out.template at<kIndexed>(column), op);
     }
-  } else if constexpr (kRowsPerSlot == kSlots && !kIndexed) {
+  } else if constexpr (kChunkRows == kFoldLength && !kIndexed) {
     const int64_t chunks = (args.reduce + kFoldLength - 1) / kFoldLength;
     const int64_t chunk_units = chunks * units;
     const int64_t work = args.batch * chunk_units;
@@ -262,17 +289,19 @@ __device__ __forceinline__ void short_columns(const ColumnArgs<in_t, acc_t, out_
       const int64_t b = w / chunk_units;
       const int64_t first_row = chunk * kFoldLength;
       const int rows = static_cast<int>(args.reduce - first_row < kFoldLength ? args.reduce - first_row : kFoldLength);
-      short_chunk<kRowsPerSlot, kItems, kSpread, kEvictFirst, kMemoryOrder, in_t, acc_t>(
+      short_chunk<kChunkRows, kItems, kSpread, kEvictFirst, kMemoryOrder, in_t, acc_t>(
           args.data + b * args.batch_stride + first_row * args.reduce_stride + item * kItems, args.reduce_stride, rows,
           args.partials + chunk * outputs + b * args.columns + item * kItems, Unprojected<Op>{op});
     }
   }
 }
 
-// Rows per slot of a chunk of `rows` rows (at most 64): its length rounded
-// up to 8, 16, 32 or 64, over 8.
-inline int short_rows_per_slot(int64_t rows) {
-  return rows <= kSlots ? 1 : rows <= 2 * kSlots ? 2 : rows <= 4 * kSlots ? 4 : 8;
+// The class of a chunk of `rows` rows (longer columns: of their full
+// chunks): its length rounded up to a power of two, from 2 to 64.
+inline int short_chunk_rows(int64_t rows) {
+  int chunk_rows = 2;
+  while (chunk_rows < kFoldLength && chunk_rows < rows) chunk_rows *= 2;
+  return chunk_rows;
 }
 
 // The items a column_short_kernel reads, and in which order. Narrow items
@@ -290,10 +319,10 @@ inline int short_rows_per_slot(int64_t rows) {
 //     launch computes alike), in slot order.
 enum class ShortItems { Wide, Narrow, NarrowByRows, Spread };
 
-// A kernel for each number of rows per slot, so that each gets the registers
-// it needs rather than those of the longest chunks' pending subtrees, and
-// for each ShortItems.
-template <int kRowsPerSlot, bool kEvictFirst, bool kIndexed, ShortItems kItemsRead, typename in_t,
+// A kernel for each chunk class, so that each gets the registers it needs
+// rather than those of the longest chunks' pending subtrees, and for each
+// ShortItems.
+template <int kChunkRows, bool kEvictFirst, bool kIndexed, ShortItems kItemsRead, typename in_t,
           typename acc_t, typename out_t, typename Op>
 __global__ void __launch_bounds__(kColumnThreads)
     column_short_kernel(ColumnArgs<in_t, acc_t, out_t> args, Op op, StridedIndex out_index,
@@ -305,7 +334,7 @@ __global__ void __launch_bounds__(kColumnThreads)
     constexpr bool kNarrow = short_spread<in_t, acc_t>(kItems) > 1;
     constexpr int kItemsAThread = kItemsRead == ShortItems::Spread ? short_spread<in_t, acc_t>(kItems) : 1;
     if constexpr (kIndexed || kNarrow == (kItemsRead != ShortItems::Wide))
-      short_columns<kRowsPerSlot, kItems, kItemsAThread, kEvictFirst, kIndexed,
+      short_columns<kChunkRows, kItems, kItemsAThread, kEvictFirst, kIndexed,
                     kItemsRead == ShortItems::NarrowByRows>(args, op, out_index, column_index);
   });
 }

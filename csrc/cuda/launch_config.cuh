@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "column_block_kernel.cuh"
 #include "column_flat_kernel.cuh"
@@ -37,6 +38,11 @@ constexpr int64_t kMaxBlocksPerSm = 32;
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+
+// A kernel as a type, so that a launcher generic over it can ask
+// resident_blocks of it.
+template <auto kernel>
+struct Kernel : std::integral_constant<decltype(kernel), kernel> {};
 
 // Resident blocks per SM of `kernel`, asked once per kernel. The kernel is
 // a template argument, not the type of one: the instantiations of a kernel
@@ -345,13 +351,31 @@ inline int short_columns_spread(int64_t threads, int64_t items, int most) {
 // where torch.sum took 200.1; bfloat16 101.4 -> 100.9; float32 32 x 1048576
 // 46.2 either way). Threads of fewer rows keep the loop: blocks of so few
 // loads a thread cost more than they saved (float32 3 x 5000000 25.6 ->
-// 26.4).
+// 26.4); chunks of up to 4 rows, one wave (short_rows_grid).
 constexpr int64_t kMaxGridBlocks = std::numeric_limits<int32_t>::max();
 
 inline int64_t column_pass_grid(ColumnKernel kernel, int64_t reduce, int64_t blocks) {
   const bool block_per_work = kernel == ColumnKernel::Short && reduce >= kSlots && reduce <= kFoldLength;
   const int64_t most = block_per_work ? kMaxGridBlocks : static_cast<int64_t>(sm_count()) * kMaxBlocksPerSm;
   return std::max<int64_t>(1, std::min(blocks, most));
+}
+
+// column_short_kernel's passes of chunk classes of 2 and 4 rows, whose
+// threads each read a few rows of one item and exit: one wave of resident
+// blocks (`resident` an SM) that loop over the items, rather than blocks
+// that start and retire so often that their turnover holds back a pass
+// whose input is mostly in the L2 (probe, H200,
+// benchmarks/results/short_columns_h200.txt, bfloat16 3 x 5000000, 2442
+// blocks or one wave of 1056: 7.93 -> 6.65 us). H200 A/B of one build, the
+// grid switched by a dev hook (not committed), sum over dim 0, us, the grid
+// above -> one wave: bfloat16 2 x 5000000 4.72 -> 4.53, 3 x 5000000 8.05 ->
+// 7.63, 4 x 5000000 11.81 -> 9.99 (amax 11.95 -> 9.39), float16 alike,
+// float32 (DRAM-bound either way) 3 x 5000000 20.27 -> 20.59, 4 x 5000000
+// 23.00 -> 22.81. Chunks of 5 to 7 rows (the class of 8) keep the grid above:
+// one wave lost there (bfloat16 5 x 5000000 16.46 -> 17.16, 6 x 5000000
+// 18.85 -> 19.60).
+inline unsigned int short_rows_grid(unsigned int grid, int resident) {
+  return static_cast<unsigned int>(std::min<int64_t>(grid, static_cast<int64_t>(sm_count()) * resident));
 }
 
 // A team of column_tile_kernel reads its tile's chunks one after another: its

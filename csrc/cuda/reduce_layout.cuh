@@ -307,40 +307,56 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
   };
   switch (kernel) {
     case ColumnKernel::Short:
-      // Rows per slot are a power of two up to 8, dispatched like an item width.
-      with_width<kSlots>(short_rows_per_slot(reduce), [&](auto rows_per_slot) {
-        constexpr int kRowsPerSlot = decltype(rows_per_slot)::value;
+      // Chunk classes are powers of two from 2 to 64, dispatched like an item width.
+      with_width<kFoldLength, 2>(short_chunk_rows(reduce), [&](auto chunk_rows) {
+        constexpr int kChunkRows = decltype(chunk_rows)::value;
+        constexpr int kRowsPerSlot = chunk_rows_per_slot(kChunkRows);
         using Items = ShortItems;
-        auto kernel = indexed       ? column_short_kernel<kRowsPerSlot, false, true, Items::Wide, in_t, acc_t, out_t, Op>
-                      : evict_first ? column_short_kernel<kRowsPerSlot, true, false, Items::Wide, in_t, acc_t, out_t, Op>
-                                    : column_short_kernel<kRowsPerSlot, false, false, Items::Wide, in_t, acc_t, out_t, Op>;
+        // Indexed kernels write through an index, a dense one where the output is dense.
+        const StridedIndex out_index =
+            indexed && out.index.dims == 0 ? strided_index(Runs{1, {batch * columns}, {1}}, 0, 1) : out.index;
+        // The kernel comes as a type (Kernel), so that the classes of up to
+        // 4 rows can ask its resident blocks for their one wave.
+        auto launch_short = [&](auto kernel) {
+          constexpr auto kKernel = decltype(kernel)::value;
+          const auto short_grid =
+              kChunkRows < kSlots ? short_rows_grid(grid, resident_blocks<kKernel>(kColumnThreads)) : grid;
+          launch_pass(kKernel, short_grid, kColumnThreads, stream.stream(), early, args, op, out_index, gathered);
+        };
+        if (indexed) {
+          launch_short(Kernel<column_short_kernel<kChunkRows, false, true, Items::Wide, in_t, acc_t, out_t, Op>>{});
+          return;
+        }
         // Narrow items take kernels of their own (for types that have
         // narrow items), whose loads are plain ones (load_vector_evict_first:
         // narrower than a vector).
         if constexpr (short_spread<in_t, acc_t>(1) > 1) {
-          if (!indexed && short_spread<in_t, acc_t>(width) > 1) {
+          if (short_spread<in_t, acc_t>(width) > 1) {
             const bool by_rows = narrow_chunk_by_rows(kRowsPerSlot, reduce_stride * static_cast<int64_t>(sizeof(in_t)));
             if (spread > 1) {
-              kernel = column_short_kernel<kRowsPerSlot, false, false, Items::Spread, in_t, acc_t, out_t, Op>;
+              launch_short(Kernel<column_short_kernel<kChunkRows, false, false, Items::Spread, in_t, acc_t, out_t, Op>>{});
             } else if (by_rows) {
               // Only chunks of four or eight rows a slot are read by rows,
               // and those of eight always: the other kernels are not built.
               if constexpr (kRowsPerSlot >= kSlots / 2) {
-                kernel = column_short_kernel<kRowsPerSlot, false, false, Items::NarrowByRows, in_t, acc_t, out_t, Op>;
+                launch_short(
+                    Kernel<column_short_kernel<kChunkRows, false, false, Items::NarrowByRows, in_t, acc_t, out_t, Op>>{});
               } else {
                 TORCH_INTERNAL_ASSERT(false, "narrow_chunk_by_rows: a chunk of ", kRowsPerSlot, " rows a slot");
               }
             } else if constexpr (kRowsPerSlot < kSlots) {
-              kernel = column_short_kernel<kRowsPerSlot, false, false, Items::Narrow, in_t, acc_t, out_t, Op>;
+              launch_short(Kernel<column_short_kernel<kChunkRows, false, false, Items::Narrow, in_t, acc_t, out_t, Op>>{});
             } else {
               TORCH_INTERNAL_ASSERT(false, "narrow_chunk_by_rows: a chunk of eight rows a slot in slot order");
             }
+            return;
           }
         }
-        // Indexed kernels write through an index, a dense one where the output is dense.
-        const StridedIndex out_index =
-            indexed && out.index.dims == 0 ? strided_index(Runs{1, {batch * columns}, {1}}, 0, 1) : out.index;
-        launch_pass(kernel, grid, kColumnThreads, stream.stream(), early, args, op, out_index, gathered);
+        if (evict_first) {
+          launch_short(Kernel<column_short_kernel<kChunkRows, true, false, Items::Wide, in_t, acc_t, out_t, Op>>{});
+        } else {
+          launch_short(Kernel<column_short_kernel<kChunkRows, false, false, Items::Wide, in_t, acc_t, out_t, Op>>{});
+        }
       });
       break;
     case ColumnKernel::Block:
