@@ -18,26 +18,9 @@
 // the first, and a few columns against the host.
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 -o short_columns benchmarks/probes/short_columns.cu && ./short_columns
-#include <cuda_bf16.h>
-#include <cuda_runtime.h>
+#include "probe_common.cuh"
 
-#include <algorithm>
-#include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <vector>
-
-#define CHECK(call)                                                                     \
-  do {                                                                                  \
-    cudaError_t err_ = (call);                                                          \
-    if (err_ != cudaSuccess) {                                                          \
-      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(err_)); \
-      std::exit(1);                                                                     \
-    }                                                                                   \
-  } while (0)
-
-constexpr int kThreads = 256;
+constexpr int kThreads = kProbeThreads;
 constexpr int kSlots = 8;
 
 template <typename T>
@@ -100,63 +83,6 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// A plain read of the same bytes: 16-byte loads, four in flight per thread.
-__global__ void __launch_bounds__(kThreads) read_all(const uint4* __restrict__ x, int64_t n, unsigned int* sink) {
-  unsigned int acc = 0;
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
-  int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
-  for (; i + 3 * stride < n; i += 4 * stride) {
-    uint4 v[4];
-#pragma unroll
-    for (int u = 0; u < 4; ++u) v[u] = x[i + u * stride];
-#pragma unroll
-    for (int u = 0; u < 4; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
-  }
-  for (; i < n; i += stride) acc ^= x[i].x;
-  if (acc == 0x9e3779b9u) sink[0] = acc;  // keeps the loads
-}
-
-template <typename T>
-__global__ void fill(T* x, int64_t n) {
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    x[i] = from_float<T>(static_cast<float>((i * 2654435761u) % 1000) * 0.001f - 0.5f);
-}
-
-// Median time of one launch over 7 samples of 20 back-to-back launches.
-template <typename Launch>
-float time_us(Launch launch) {
-  cudaEvent_t start, stop;
-  CHECK(cudaEventCreate(&start));
-  CHECK(cudaEventCreate(&stop));
-  for (int i = 0; i < 5; ++i) launch();
-  CHECK(cudaDeviceSynchronize());
-  std::vector<float> samples;
-  for (int r = 0; r < 7; ++r) {
-    CHECK(cudaEventRecord(start));
-    for (int i = 0; i < 20; ++i) launch();
-    CHECK(cudaEventRecord(stop));
-    CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    CHECK(cudaEventElapsedTime(&ms, start, stop));
-    samples.push_back(ms * 1000.f / 20);
-  }
-  CHECK(cudaGetLastError());
-  std::sort(samples.begin(), samples.end());
-  CHECK(cudaEventDestroy(start));
-  CHECK(cudaEventDestroy(stop));
-  return samples[samples.size() / 2];
-}
-
-float host_value(const float* x, int64_t i) { return x[i]; }
-float host_value(const __nv_bfloat16* x, int64_t i) {
-  uint16_t bits;
-  std::memcpy(&bits, x + i, 2);
-  const uint32_t wide = static_cast<uint32_t>(bits) << 16;
-  float f;
-  std::memcpy(&f, &wide, 4);
-  return f;
-}
 uint32_t host_bits(float v) {
   uint32_t b;
   std::memcpy(&b, &v, 4);
@@ -186,7 +112,8 @@ void probe(const char* dtype, int64_t columns, int sms) {
   int read_blocks = 0;
   CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&read_blocks, read_all, kThreads, 0));
   const float read_us = time_us(
-      [&] { read_all<<<read_blocks * sms, kThreads>>>(reinterpret_cast<const uint4*>(x), n * sizeof(T) / 16, sink); });
+      [&] { read_all<<<read_blocks * sms, kThreads>>>(reinterpret_cast<const uint4*>(x), n * sizeof(T) / 16, sink); },
+      7, 5);
   std::printf("%-8s %dx%-9lld %6.1f MB  plain read of the input            %7.2f us %6.0f GB/s\n", dtype, R,
               static_cast<long long>(columns), in_bytes / 1e6, read_us, in_bytes / read_us / 1e3);
 
@@ -201,7 +128,7 @@ void probe(const char* dtype, int64_t columns, int sms) {
       const int64_t blocks = wave ? std::min<int64_t>(all_blocks, static_cast<int64_t>(resident) * sms) : all_blocks;
       CHECK(cudaMemset(out, 0xff, columns * sizeof(T)));
       const float us =
-          time_us([&] { kernel<<<static_cast<unsigned int>(blocks), kThreads>>>(x, R, columns, out); });
+          time_us([&] { kernel<<<static_cast<unsigned int>(blocks), kThreads>>>(x, R, columns, out); }, 7, 5);
       const char* verdict = "ok";
       if (!have_first) {
         CHECK(cudaMemcpy(first, out, columns * sizeof(T), cudaMemcpyDeviceToDevice));
