@@ -53,6 +53,8 @@ __device__ __forceinline__ void reduce_short_chunk(const in_t* base, int64_t str
                                                    const Op& op) {
   constexpr int kRowsPerSlot = chunk_rows_per_slot(kChunkRows);
   constexpr int kSlotsRead = chunk_slots_read(kChunkRows);
+  // Whether slot s is one the class reads (known at compile time, once unrolled).
+  auto reads_slot = [](int s) { return kSlotsRead == kSlots || s < kSlotsRead; };
   constexpr int kSlotsPerStep = kSlots / kRowsPerSlot;
   constexpr int kHeights = kRowsPerSlot == 8 ? 3 : kRowsPerSlot == 4 ? 2 : kRowsPerSlot == 2 ? 1 : 0;
   constexpr int kColumns = kSpread * kItems;
@@ -67,7 +69,7 @@ __device__ __forceinline__ void reduce_short_chunk(const in_t* base, int64_t str
       const int q = t * kSlotsPerStep + j;
       const int s = leaf_slot(q);
       count[j] = slot_rows(rows, s);
-      if (kSlotsRead < kSlots && s >= kSlotsRead) continue;
+      if (!reads_slot(s)) continue;
       // Rows past the slot read row 0 again (a slot of the class may have
       // none): loads stay unpredicated (see load_rows).
 #pragma unroll
@@ -95,10 +97,10 @@ __device__ __forceinline__ void reduce_short_chunk(const in_t* base, int64_t str
 #pragma unroll
       for (int c = 0; c < kColumns; ++c) {
         acc_t leaf[kSlotsPerStep];
-        bool read[kSlotsPerStep];  // known at compile time, once unrolled
+        bool read[kSlotsPerStep];
 #pragma unroll
         for (int j = 0; j < kSlotsPerStep; ++j) {
-          read[j] = kSlotsRead == kSlots || leaf_slot(t * kSlotsPerStep + j) < kSlotsRead;
+          read[j] = reads_slot(leaf_slot(t * kSlotsPerStep + j));
           leaf[j] = op.identity();
           if (!read[j]) continue;
 #pragma unroll
