@@ -73,6 +73,11 @@ float time_us(Launch launch, int samples, int warmup) {
   return times[times.size() / 2];
 }
 
+// The fold64 slot tree ((p0 p4)(p2 p6))((p1 p5)(p3 p7)), on the host.
+inline float host_slot_tree(const float (&p)[8]) {
+  return ((p[0] + p[4]) + (p[2] + p[6])) + ((p[1] + p[5]) + (p[3] + p[7]));
+}
+
 inline float host_value(const float* x, int64_t i) { return x[i]; }
 inline float host_value(const __nv_bfloat16* x, int64_t i) {
   uint16_t bits;
