@@ -200,7 +200,7 @@ __device__ __forceinline__ void fold_rows(acc_t (&acc)[kItems], const Vector<in_
     for (int k = 0; k < kSlots; ++k) {
       if (k < rows) {
 #pragma unroll
-        for (int i = 0; i < kItems; ++i) acc[i] = op.combine(acc[i], static_cast<acc_t>(loaded[k].value[i]));
+        for (int i = 0; i < kItems; ++i) acc[i] = op.combine(acc[i], vector_element<acc_t>(loaded[k], i));
       }
     }
   };

@@ -106,7 +106,7 @@ __device__ __forceinline__ void reduce_short_chunk(const in_t* base, int64_t str
 #pragma unroll
           for (int k = 0; k < kRowsPerSlot; ++k) {
             const acc_t folded = op.combine(
-                leaf[j], static_cast<acc_t>(loaded[j * kRowsPerSlot + k][c / kItems].value[c % kItems]));
+                leaf[j], vector_element<acc_t>(loaded[j * kRowsPerSlot + k][c / kItems], c % kItems));
             leaf[j] = decltype(full)::value || k < count[j] ? folded : leaf[j];
           }
         }
@@ -186,7 +186,7 @@ __device__ __forceinline__ void reduce_narrow_chunk(const in_t* base, int64_t st
       const bool valid = t * kSlots + s < rows;
 #pragma unroll
       for (int i = 0; i < kItems; ++i)
-        slot[s][i] = op.combine(slot[s][i], valid ? static_cast<acc_t>(loaded[s].value[i]) : op.identity());
+        slot[s][i] = op.combine(slot[s][i], valid ? vector_element<acc_t>(loaded[s], i) : op.identity());
     }
   }
   Vector<out_t, kItems> result;

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include <c10/util/BFloat16.h>
+
 #include "ops.h"
 
 namespace torch_reduce {
@@ -93,6 +95,30 @@ __device__ __forceinline__ void store_vector(T* p, const Vector<T, N>& v) {
   *reinterpret_cast<Vector<T, N>*>(p) = v;
 }
 
+// Element i of a loaded vector, in the accumulator type. A bfloat16 element
+// becomes a float straight from the 32-bit word that holds it (the low one
+// shifted up, the high one masked): the bits of the conversion, which
+// otherwise first moves each high half into a 16-bit register of its own (a
+// PRMT a word, sm_90 SASS: 37 of the 300 instructions of a round of eight
+// 16-byte loads in column_tile_kernel, whose bfloat16 pass over dim 0 of
+// 4096 x 4096 ncu finds issue-bound: 8 warps an SM, each issuing every 4.5
+// cycles). H200, bench_dims.py, main against this build (one build each, two
+// runs each, torch's own ratio 1.00), us, over dim 0: bfloat16 sum of 4096 x
+// 4096 8.18 -> 6.78, 7840000 x 4 23.2 -> 20.8, 16384 x 16384 124.8 -> 120.7,
+// 3 x 5000000 7.48 -> 7.21; other dtypes' kernels unchanged. Slower: 32 x
+// 1048576 (column_short_kernel, chunks of 32 rows), sum 18.1 -> 18.6, amax
+// 17.8 -> 19.3, where the kernel fell from 97 to 68 registers and so runs
+// three blocks an SM rather than two (why that is slower: not known).
+template <typename acc_t, typename T, int N>
+__device__ __forceinline__ acc_t vector_element(const Vector<T, N>& v, int i) {
+  if constexpr (std::is_same_v<T, c10::BFloat16> && std::is_same_v<acc_t, float> && N % 2 == 0) {
+    const uint32_t word = reinterpret_cast<const uint32_t*>(v.value)[i / 2];
+    return __uint_as_float(i % 2 == 0 ? word << 16 : word & 0xffff0000u);
+  } else {
+    return static_cast<acc_t>(v.value[i]);
+  }
+}
+
 // The exact sum of a vector of 1- or 2-byte integers in 32 bits (it cannot
 // overflow): four bytes per __dp4a instruction instead of a 64-bit add each.
 template <typename T>
@@ -124,7 +150,7 @@ __device__ __forceinline__ acc_t fold_vector(acc_t acc, const Vector<T>& v, cons
     return op.combine(acc, static_cast<acc_t>(narrow_vector_sum(v)));
   } else {
 #pragma unroll
-    for (int i = 0; i < vector_width<T>(); ++i) acc = op.combine(acc, static_cast<acc_t>(v.value[i]));
+    for (int i = 0; i < vector_width<T>(); ++i) acc = op.combine(acc, vector_element<acc_t>(v, i));
     return acc;
   }
 }
