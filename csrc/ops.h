@@ -4,7 +4,8 @@
 // template over <scalar_t, acc_t, out_t, Op> and only ever calls
 //   op.identity()       the value an empty accumulator starts from,
 //   op.combine(a, b)    folds two accumulators (inputs are first converted
-//                       to acc_t with static_cast),
+//                       to acc_t: static_cast, or code that gives its bits --
+//                       widen on the CPU, vector_element on CUDA),
 //   op.project(a)       turns the final accumulator into the result.
 // Adding a reduction means adding an ops object here, not a kernel.
 #pragma once
