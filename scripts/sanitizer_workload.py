@@ -123,10 +123,11 @@ for shape in ((4100, 1024), (65536, 4096), (262144, 128)):
     check(f"sum {shape} 0", torch_reduce.sum(x, 0), torch.sum(x.cpu(), 0), False)
     del x
 
-# Inputs larger than the L2, read evict-first: column_short_kernel's one level, row_reduce_kernel's
-# one row a lane, packed_row_reduce_kernel.
-for dtype, shape, dim in ((torch.float32, (3, 5_000_000), 0), (torch.float32, (1_048_576, 32), 1),
-                          (torch.bfloat16, (7_840_000, 4), 1)):
+# Inputs larger than the L2, read evict-first: column_short_kernel's one level (and, for 32 rows,
+# its looping grid of a few blocks an SM: wave_balanced_grid), row_reduce_kernel's one row a lane,
+# packed_row_reduce_kernel.
+for dtype, shape, dim in ((torch.float32, (3, 5_000_000), 0), (torch.bfloat16, (32, 1_048_576), 0),
+                          (torch.float32, (1_048_576, 32), 1), (torch.bfloat16, (7_840_000, 4), 1)):
     x = torch.randn(shape, device=device).to(dtype)
     check(f"sum {dtype} {shape} {dim}", torch_reduce.sum(x, dim), torch.sum(x.cpu(), dim), False)
     del x

@@ -316,11 +316,15 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
         const StridedIndex out_index =
             indexed && out.index.dims == 0 ? strided_index(Runs{1, {batch * columns}, {1}}, 0, 1) : out.index;
         // The kernel comes as a type (Kernel), so that the classes of up to
-        // 4 rows can ask its resident blocks for their one wave.
+        // 4 rows can ask its resident blocks for their one wave, and passes
+        // of a block a unit for their waves.
         auto launch_short = [&](auto kernel) {
           constexpr auto kKernel = decltype(kernel)::value;
-          const auto short_grid =
-              kChunkRows < kSlots ? short_rows_grid(grid, resident_blocks<kKernel>(kColumnThreads)) : grid;
+          const int resident = resident_blocks<kKernel>(kColumnThreads);
+          const auto short_grid = kChunkRows < kSlots ? short_rows_grid(grid, resident)
+                                  : short_block_per_work(reduce)
+                                      ? static_cast<unsigned int>(wave_balanced_grid(grid, resident))
+                                      : grid;
           launch_pass(kKernel, short_grid, kColumnThreads, stream.stream(), early, args, op, out_index, gathered);
         };
         if (indexed) {
