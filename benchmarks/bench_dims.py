@@ -6,8 +6,10 @@ shapes from square to very short or very long rows, over dim=-1 (rows) and dim=0
     python benchmarks/bench_dims.py --ops sum --dtypes float32
 
 GB/s counts input bytes only. On a GPU each shape's bytes are also read plainly (plain_read.py),
-and "% read" is GB/s as a share of that: the issue's target is 85%. Without a GPU the shapes are
-scaled down and run on the CPU.
+and "% read" is GB/s as a share of that: the issue's target is 85%. "% r+w" is the time of a plain
+read of the input plus a plain write of the output's bytes as a share of ours: the least that any
+reduction must move, which for outputs a good part of the input is well above a plain read.
+Without a GPU the shapes are scaled down and run on the CPU.
 Writes results/dims_<device>.json and .png (see README.md).
 """
 import argparse
@@ -79,6 +81,8 @@ def bench_shape(shape: tuple, dtype_name: str, ops: list, device, info) -> list:
     read = plain_read.measure(x, info) if plain_read.available(device) is None else None
     cases = []
     for dim in DIMS:
+        out_bytes = x.numel() // shape[dim] * x.element_size()  # every op's output is of x's dtype
+        read_write = plain_read.measure_read_write(x, out_bytes, info) if read is not None else None
         for op in ops:
             ours, theirs = OPS[op]
             case = {"shape": list(shape), "dtype": dtype_name, "dim": dim, "op": op,
@@ -90,8 +94,10 @@ def bench_shape(shape: tuple, dtype_name: str, ops: list, device, info) -> list:
             case["speedup_vs_torch"] = harness.speedup(case["torch"], case["ours"])
             if read is not None:
                 case["plain_read"] = read
+                case["plain_read_write"] = read_write
                 for who in ("torch", "ours"):
                     case[who]["pct_read"] = pct_of(case[who], read)
+                    case[who]["pct_read_write"] = pct_of_time(case[who], read_write)
             cases.append(case)
     return cases
 
@@ -101,6 +107,13 @@ def pct_of(figures: dict, read: dict) -> Optional[float]:
     if figures.get("gbps") is None or read.get("gbps") is None:
         return None
     return 100 * figures["gbps"] / read["gbps"]
+
+
+def pct_of_time(figures: dict, floor: dict) -> Optional[float]:
+    """floor's time as a percentage of figures' (for figures that count other bytes)."""
+    if not figures.get("us") or not floor.get("us"):
+        return None
+    return 100 * floor["us"] / figures["us"]
 
 
 def shape_label(shape) -> str:
@@ -113,6 +126,7 @@ def print_results(cases: list, dtypes: list, info) -> None:
         *report.timing_columns(info, "torch_", "torch "),
         *report.timing_columns(info, "ours_", "ours "),
         ("read_gbps", "plain read GB/s", ">"), ("ours_pct_read", "ours % read", ">"),
+        ("ours_pct_read_write", "ours % r+w", ">"),
         ("vs_torch", "ours vs torch", ">"), ("check", "check", "<"), ("notes", "notes", "<"),
     )
     print("ours vs torch: time of torch / time of torch_reduce; >1 = ours faster")
@@ -130,6 +144,7 @@ def print_results(cases: list, dtypes: list, info) -> None:
                 **report.timing_cells(case["ours"], footnotes, "ours_"),
                 "read_gbps": report.fmt(case.get("plain_read", {}).get("gbps"), ".1f"),
                 "ours_pct_read": report.fmt(case["ours"].get("pct_read"), ".1f"),
+                "ours_pct_read_write": report.fmt(case["ours"].get("pct_read_write"), ".1f"),
                 "vs_torch": report.fmt_ratio(case["speedup_vs_torch"]),
                 "check": report.check_cell(case["check"], footnotes),
             }
@@ -160,6 +175,12 @@ def plot(cases: list, dtypes: list, ops: list, info, path) -> None:
             if len(reads) == len(panel):
                 ax.scatter(list(positions), reads, marker="_", s=200, color="black", zorder=3,
                            label="plain read")
+            # The read and write floor, in the panel's units: input bytes over its time.
+            floors = [c["bytes"] / c["plain_read_write"]["us"] / 1e3 for c in panel
+                      if (c.get("plain_read_write") or {}).get("us")]
+            if len(floors) == len(panel):
+                ax.scatter(list(positions), floors, marker="x", s=30, color="black", zorder=3,
+                           label="plain read + write of the output")
             if info.peak_bytes_per_s:
                 ax.axhline(info.peak_bytes_per_s / 1e9, color="gray", linestyle=":",
                            label="peak DRAM")

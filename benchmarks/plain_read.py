@@ -2,6 +2,14 @@
 nothing else with them. The issue's dims target is a fraction of this (85%), measured in the same
 run and the same way (timing.py) as the reductions it judges.
 
+A reduction must also write its output, and where the output is a good part of the input (rows of
+3 or 4 elements, 3 x 5000000 over dim 0) that write alone keeps it from 85% of a plain read.
+measure_read_write times the least such a reduction must move: the same read, plus a plain write
+of the output's bytes, spread over the read as a reduction's are: of the groups of 32 loaded
+vectors (a warp's load), every 2^k-th (2^k the largest power of two with 2^k times the output's
+groups at most the input's), group g, is copied whole to group g / 2^k of a buffer of the output's
+size, so that the writes are whole lines and span at least half the read.
+
 The kernel reads every 16-byte vector of the buffer once, four loads in flight per thread, over a
 grid-stride loop, and folds them with XOR into a value it stores only if it equals a constant, so
 that the loads cannot be dropped and nothing is written. It is compiled at run time with NVRTC
@@ -37,17 +45,45 @@ extern "C" __global__ void plain_read(const uint4* __restrict__ data, int vector
   }
   if (folded == 0x9e3779b9u) sink[0] = folded;
 }
+
+extern "C" __global__ void plain_read_write(const uint4* __restrict__ data, int vectors,
+                                            uint4* __restrict__ out, int out_vectors, int shift,
+                                            unsigned int* __restrict__ sink) {
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  unsigned int folded = 0;
+  // Group g of 32 vectors (a warp's load) is written where g is a multiple of 2^shift, to group
+  // g >> shift of out: whole lines, as a reduction's coalesced stores write them.
+  auto write = [&](long long at, const uint4& v) {
+    const long long g = at >> 5;
+    const long long to = ((g >> shift) << 5) | (at & 31);
+    if ((g & ((1ll << shift) - 1)) == 0 && to < out_vectors) out[to] = v;
+  };
+  for (; i + 3 * stride < vectors; i += 4 * stride) {
+    const uint4 a = data[i], b = data[i + stride], c = data[i + 2 * stride], d = data[i + 3 * stride];
+    write(i, a);
+    write(i + stride, b);
+    write(i + 2 * stride, c);
+    write(i + 3 * stride, d);
+    folded ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^ d.z ^ d.w;
+  }
+  for (; i < vectors; i += stride) {
+    const uint4 a = data[i];
+    write(i, a);
+    folded ^= a.x ^ a.y ^ a.z ^ a.w;
+  }
+  if (folded == 0x9e3779b9u) sink[0] = folded;
+}
 """
 
-_kernel = None
+_kernels = {}
 _figures_by_bytes = {}
 
 
-def _compiled():
-    global _kernel
-    if _kernel is None:
-        _kernel = torch.cuda._compile_kernel(SOURCE, "plain_read")
-    return _kernel
+def _compiled(name: str):
+    if name not in _kernels:
+        _kernels[name] = torch.cuda._compile_kernel(SOURCE, name)
+    return _kernels[name]
 
 
 def available(device: torch.device) -> Optional[str]:
@@ -63,26 +99,49 @@ def measure(x: torch.Tensor, info: DeviceInfo) -> dict:
     """harness.measure's figures for a plain read of x's bytes (x contiguous and 16-byte
     aligned, as a fresh tensor is), the fastest grid's, with "grid" (blocks) and "bytes" (the
     bytes counted) added. Inputs of the same size share one measurement per run."""
-    vectors = x.numel() * x.element_size() // VECTOR_BYTES
-    nbytes = vectors * VECTOR_BYTES
-    if nbytes in _figures_by_bytes:
-        return _figures_by_bytes[nbytes]
-    if vectors >= 2**31:
-        raise ValueError(f"plain read: {vectors} vectors do not fit the kernel's int count")
-    kernel = _compiled()
-    sink = torch.empty(1, dtype=torch.int32, device=x.device)
+    return _measure(x, 0, info)
+
+
+def measure_read_write(x: torch.Tensor, out_bytes: int, info: DeviceInfo) -> dict:
+    """measure's figures for a plain read of x's bytes plus a plain write of out_bytes (rounded
+    up to whole vectors, at most x's), with "bytes" counting both."""
+    return _measure(x, out_bytes, info)
+
+
+def _grids(vectors: int, info: DeviceInfo) -> list:
     sms = info.sm_count or 1
     grids = {sms * k for k in BLOCKS_PER_SM}
     grids.add(max(1, -(-vectors // (THREADS * LOADS_IN_FLIGHT))))
+    return sorted(grids)
+
+
+def _measure(x: torch.Tensor, out_bytes: int, info: DeviceInfo) -> dict:
+    vectors = x.numel() * x.element_size() // VECTOR_BYTES
+    out_vectors = min(vectors, -(-out_bytes // VECTOR_BYTES))
+    nbytes = (vectors + out_vectors) * VECTOR_BYTES
+    key = (vectors, out_vectors)
+    if key in _figures_by_bytes:
+        return _figures_by_bytes[key]
+    if vectors >= 2**31:
+        raise ValueError(f"plain read: {vectors} vectors do not fit the kernel's int count")
+    sink = torch.empty(1, dtype=torch.int32, device=x.device)
+    if out_vectors:
+        kernel = _compiled("plain_read_write")
+        out = torch.empty(out_vectors * VECTOR_BYTES, dtype=torch.uint8, device=x.device)
+        groups, out_groups = -(-vectors // 32), -(-out_vectors // 32)  # of a warp's 32 vectors
+        shift = (groups // out_groups).bit_length() - 1
+        args = [x, vectors, out, out_vectors, shift, sink]
+    else:
+        kernel = _compiled("plain_read")
+        args = [x, vectors, sink]
     best = None
-    for grid in sorted(grids):
+    for grid in _grids(vectors, info):
         figures = harness.measure(
-            lambda: kernel(grid=(grid, 1, 1), block=(THREADS, 1, 1), args=[x, vectors, sink]),
-            x.device, nbytes, info)
+            lambda: kernel(grid=(grid, 1, 1), block=(THREADS, 1, 1), args=args), x.device, nbytes, info)
         if figures["us"] is not None and (best is None or figures["us"] < best["us"]):
             best = dict(figures, grid=grid)
     if best is None:
         best = dict(figures)  # every grid failed: keep the last error
     best["bytes"] = nbytes
-    _figures_by_bytes[nbytes] = best
+    _figures_by_bytes[key] = best
     return best

@@ -93,7 +93,8 @@ def dims_sum_table(data):
     cells = {(tuple(r["shape"]), r["dim"], r["dtype"]): r for r in data["results"] if r["op"] == "sum"}
     keys = list(dict.fromkeys((shape, dim) for shape, dim, _ in cells))
     has_read = any(r["ours"].get("pct_read") is not None for r in cells.values())
-    gbps = "GB/s (% of plain read)" if has_read else "GB/s"
+    has_floor = any(r["ours"].get("pct_read_write") is not None for r in cells.values())
+    gbps = "GB/s (% of plain read; of read + write)" if has_floor else "GB/s (% of plain read)" if has_read else "GB/s"
     print(f"| shape | dim | float32 us (ours/torch) | float32 {gbps} | bfloat16 us (ours/torch) | bfloat16 {gbps} |")
     print("|---|---|---|---|---|---|")
     for shape, dim in keys:
@@ -105,6 +106,8 @@ def dims_sum_table(data):
                 continue
             t, o = r["torch"], r["ours"]
             read = f" ({o['pct_read']:.0f}%)" if o.get("pct_read") is not None else ""
+            if o.get("pct_read_write") is not None:
+                read = f" ({o['pct_read']:.0f}%; {o['pct_read_write']:.0f}%)"
             line += f" {o['us']:.3g} ({o['us'] / t['us']:.2f}) | {o['gbps']:.0f}{read} |"
         print(line)
 
