@@ -548,14 +548,15 @@ def fold64_reference(x):
 # one column over a tile of 5, a ragged last step (300 x 4999), and of two bfloat16 columns (300 x
 # 8450); the tile kernel's teams two rounds ahead over a tile of 5 rounds, a ragged last pair (2500 x 5).
 # Passes of one chunk whose blocks would not fill their waves loop on a few blocks an SM
-# (wave_balanced_grid: 32 x 1048576 and 32 x 450000 on an H100 or H200).
+# (wave_balanced_grid, on a GPU of 132 SMs: bfloat16 32 x 1048576 and 16 x 1200000, float32
+# 32 x 600000).
 COLUMN_ORDER_CASES = [(1, 7), (5, 3), (8, 2), (9, 300), (24, 2048), (29, 885), (63, 7), (63, 33), (64, 1), (64, 8192),
                       (65, 4), (4095, 3), (4097, 8), (16, 262144), (20, 300000), (40, 524288), (300001, 2),
                       (600000, 3), (540000, 6), (70000, 33), (33000, 512), (65536, 4096), (5000, 65536),
                       (1000000, 2), (1048576, 8), (4000, 2), (2000, 8), (262144, 128), (65536, 1024), (200000, 64),
                       (500, 4999), (4200, 1025), (300, 77), (7, 70001), (16384, 9000), (30000, 4238), (24, 7), (30, 31),
                       (30, 33), (300, 4999), (300, 8450), (2500, 5),
-                      (2, 4096), (3, 40000), (4, 8192), (32, 1048576), (32, 450000)]
+                      (2, 4096), (3, 40000), (4, 8192), (32, 1048576), (32, 600000), (16, 1200000)]
 
 
 @pytest.mark.requires_cuda

@@ -384,22 +384,25 @@ inline unsigned int short_rows_grid(unsigned int grid, int resident) {
 // rows or more), in a kernel that loops over its units, whose blocks do not
 // fill their waves of `resident` blocks an SM (tiles_fill_waves): its blocks
 // start and end together, so the last wave runs nearly alone. It takes
-// instead a looping grid of k blocks an SM, k < resident, that spreads the
-// units most evenly (the larger k of a tie). H200, sum over dim 0, us: the
-// grid forced by a dev hook (not committed), one block a unit -> 2 an SM (3
-// an SM, looping, in brackets): bfloat16 32 x 1048576, 512 blocks of 3
-// resident an SM, 18.75 -> 17.56 (18.70), amax 19.69 -> 17.81 (18.86); then
-// this rule against a block a unit, one build, a dev hook (not committed):
-// the same 18.91 -> 17.36, amax 19.59 -> 17.40, and 23 other passes of 8 to
-// 64 rows (float32 and bfloat16, 400000 to 1900000 columns) that it leaves
-// alone or that move by under 1%; the median of bench_dims.py's sum and amax,
-// 0.998. Passes that fill their waves keep a block a unit: there a looping
-// grid lost (bfloat16 8 x 16777216, 8192 blocks, 70.66 -> 71.77 at 2 an SM).
+// instead a looping grid of k blocks an SM, 2 <= k < resident, that spreads
+// the units most evenly (the larger k of a tie). Two an SM is the fewest
+// measured; one would leave an SM a single block's loads in flight, as the
+// one-wave teams that lost did (column_tile_kernel). H200, sum over dim 0,
+// us: the grid forced by a dev hook (not committed), a block a unit -> 2 an
+// SM (3 an SM, looping, in brackets): bfloat16 32 x 1048576, 512 blocks of
+// 3 resident an SM, 18.75 -> 17.56 (18.70), amax 19.69 -> 17.81 (18.86);
+// then this rule (with k from 1) against a block a unit, one build, a dev
+// hook (not committed): the same 18.91 -> 17.36, amax 19.59 -> 17.40, while
+// 23 other passes of 8 to 64 rows (float32 and bfloat16, 400000 to 1900000
+// columns), which it leaves alone, moved by under 1%; bench_dims.py's sum
+// and amax, a median of 0.998. Passes that fill their waves keep a block a
+// unit: there a looping grid lost (bfloat16 8 x 16777216, 8192 blocks,
+// 70.66 -> 71.77 at 2 an SM).
 inline int64_t wave_balanced_grid(int64_t blocks, int resident) {
   const int64_t sms = sm_count();
   if (tiles_fill_waves(blocks, sms * resident)) return blocks;
   int64_t best = blocks, best_slots = 0;  // slots: blocks x rounds, of which `blocks` are used
-  for (int k = resident - 1; k >= 1; --k) {
+  for (int k = resident - 1; k >= 2; --k) {
     const int64_t grid = sms * k;
     const int64_t slots = grid * ceil_div(blocks, grid);
     if (best_slots == 0 || slots < best_slots) best = grid, best_slots = slots;
