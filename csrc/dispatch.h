@@ -76,7 +76,7 @@ void dispatch_integral_sum(at::ScalarType in, F&& f) {
 
 // amax/amin: the output is the input type; half and bfloat16 compare in float.
 template <typename F>
-void dispatch_extremum(at::ScalarType in, F&& f) {
+void dispatch_floating_extremum(at::ScalarType in, F&& f) {
   using at::BFloat16;
   using at::Half;
   switch (in) {
@@ -88,6 +88,14 @@ void dispatch_extremum(at::ScalarType in, F&& f) {
       return f(ReduceTypes<Half, float, Half>{});
     case at::kBFloat16:
       return f(ReduceTypes<BFloat16, float, BFloat16>{});
+    default:
+      no_kernel_for(ReduceKind::Max, in, in);
+  }
+}
+
+template <typename F>
+void dispatch_integral_extremum(at::ScalarType in, F&& f) {
+  switch (in) {
     case at::kBool:
       return f(ReduceTypes<bool, bool, bool>{});
     case at::kByte:
@@ -105,23 +113,49 @@ void dispatch_extremum(at::ScalarType in, F&& f) {
   }
 }
 
-// Calls f(ReduceTypes<...>{}, op) with the ops object of `kind`; `count` is
-// the number of elements reduced into each output (for mean's factor).
+// Input dtypes fall in two families, floating (float, double, half,
+// bfloat16) and integral (bool and the integers), which the CUDA kernels
+// compile in translation units of their own, so that they compile in
+// parallel. mean has floating kernels only.
+enum class TypeFamily { Floating, Integral };
+
+// Calls f(std::integral_constant<TypeFamily, family>{}) for in's family.
 template <ReduceKind kind, typename F>
-void dispatch_reduction(at::ScalarType in, at::ScalarType out, int64_t count,
-                        F&& f) {
+void dispatch_family(at::ScalarType in, F&& f) {
+  if (at::isFloatingType(in)) return f(std::integral_constant<TypeFamily, TypeFamily::Floating>{});
+  if constexpr (kind != ReduceKind::Mean) {
+    return f(std::integral_constant<TypeFamily, TypeFamily::Integral>{});
+  } else {
+    no_kernel_for(kind, in, in);
+  }
+}
+
+// Calls f(ReduceTypes<...>{}, op) with the ops object of `kind`, for an
+// input of `family`; `count` is the number of elements reduced into each
+// output (for mean's factor).
+template <ReduceKind kind, TypeFamily family, typename F>
+void dispatch_family_reduction(at::ScalarType in, at::ScalarType out, int64_t count, F&& f) {
   auto with_op = [&](auto types) {
     using acc_t = typename decltype(types)::acc_t;
     f(types, OpFor<kind, acc_t>::make(count));
   };
-  if constexpr (kind == ReduceKind::Sum) {
-    if (at::isFloatingType(in)) return dispatch_floating(in, out, with_op);
-    return dispatch_integral_sum(in, with_op);
-  } else if constexpr (kind == ReduceKind::Mean) {
-    return dispatch_floating(in, out, with_op);
+  constexpr bool kExtremum = kind == ReduceKind::Max || kind == ReduceKind::Min;
+  if constexpr (family == TypeFamily::Floating) {
+    if constexpr (kExtremum) return dispatch_floating_extremum(in, with_op);
+    else return dispatch_floating(in, out, with_op);
   } else {
-    return dispatch_extremum(in, with_op);
+    static_assert(kind != ReduceKind::Mean, "mean has floating kernels only");
+    if constexpr (kExtremum) return dispatch_integral_extremum(in, with_op);
+    else return dispatch_integral_sum(in, with_op);
   }
+}
+
+// The same, for an input of any family.
+template <ReduceKind kind, typename F>
+void dispatch_reduction(at::ScalarType in, at::ScalarType out, int64_t count, F&& f) {
+  dispatch_family<kind>(in, [&](auto family) {
+    dispatch_family_reduction<kind, decltype(family)::value>(in, out, count, f);
+  });
 }
 
 // Turns a run-time ReduceKind into a compile-time one: calls

@@ -9,7 +9,7 @@
 namespace torch_reduce {
 namespace cuda {
 
-template <ReduceKind kind>
+template <ReduceKind kind, TypeFamily family>
 void reduce_layout(const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out);
 
 void reduce_layout_cuda(ReduceKind kind, const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out,
@@ -21,7 +21,11 @@ void reduce_layout_cuda(ReduceKind kind, const at::Tensor& input, const ReduceLa
     TORCH_INTERNAL_ASSERT(kind == ReduceKind::Sum && layout.full && layout.kind == ReduceLayout::Inner);
     return ladder_sum_cuda(input.as_strided({layout.reduce}, {1}), out, algorithm);
   }
-  dispatch_kind(kind, [&](auto k) { reduce_layout<decltype(k)::value>(input, layout, out); });
+  dispatch_kind(kind, [&](auto k) {
+    constexpr ReduceKind kKind = decltype(k)::value;
+    dispatch_family<kKind>(input.scalar_type(),
+                           [&](auto family) { reduce_layout<kKind, decltype(family)::value>(input, layout, out); });
+  });
 }
 
 }  // namespace cuda

@@ -7,7 +7,8 @@
 //   rows read through strides     -> staged_rows_kernel (small inputs), or
 //                                    the row kernels' gathered instantiations
 //   columns read through strides  -> column_short_kernel's indexed kernels
-// Included by one translation unit per ReduceKind (reduce_<kind>.cu).
+// Included by one translation unit per ReduceKind and TypeFamily
+// (reduce_<kind>_<family>.cu).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -526,13 +527,15 @@ inline std::optional<StridedIndex> output_index(const at::Tensor& out, const Red
   return index;
 }
 
-// The LayoutKernel body of one ReduceKind; each reduce_<kind>.cu instantiates
-// its own, so the kinds compile in parallel.
-template <ReduceKind kind>
+// The LayoutKernel body of one ReduceKind, for inputs of one TypeFamily;
+// each reduce_<kind>_<family>.cu instantiates its own, so that they compile
+// in parallel.
+template <ReduceKind kind, TypeFamily family>
 void reduce_layout(const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out) {
   const std::optional<StridedIndex> index = output_index(out, layout, input.element_size());
-  if (!index) return reduce_through_dense(out, [&](at::Tensor& dense) { reduce_layout<kind>(input, layout, dense); });
-  dispatch_reduction<kind>(input.scalar_type(), out.scalar_type(), layout.reduce, [&](auto types, auto op) {
+  if (!index)
+    return reduce_through_dense(out, [&](at::Tensor& dense) { reduce_layout<kind, family>(input, layout, dense); });
+  dispatch_family_reduction<kind, family>(input.scalar_type(), out.scalar_type(), layout.reduce, [&](auto types, auto op) {
     using T = decltype(types);
     using out_t = typename T::out_t;
     const Output<out_t> output{reinterpret_cast<out_t*>(out.data_ptr()), *index};
