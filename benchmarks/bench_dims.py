@@ -7,8 +7,9 @@ shapes from square to very short or very long rows, over dim=-1 (rows) and dim=0
 
 GB/s counts input bytes only. On a GPU each shape's bytes are also read plainly (plain_read.py),
 and "% read" is GB/s as a share of that: the issue's target is 85%. "% r+w" is the time of a plain
-read of the input plus a plain write of the output's bytes as a share of ours: the least that any
-reduction must move, which for outputs a good part of the input is well above a plain read.
+read of the input plus a plain write of the output's bytes as a share of ours: what any reduction
+must move, well above a plain read where the output is a good part of the input (a reference,
+not a bound: see plain_read.py).
 Without a GPU the shapes are scaled down and run on the CPU.
 Writes results/dims_<device>.json and .png (see README.md).
 """
