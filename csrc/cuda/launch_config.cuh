@@ -479,7 +479,14 @@ inline int tile_lane_groups(int row_lanes) { return kColumnThreads / (kSlots * r
 // sliced (28, 94, 5), 42 chunks of 2 item groups, 4.42 -> 2.52 (3.51); case
 // 392, float32 sum over (0, 1) of a sliced (26, 152, 2, 7), 4.47 -> 2.58
 // (5.30); no other case of the 400 nor of bench_dims.py's sum moved past
-// the run-to-run spread, with a bound of 8 blocks or of 32).
+// the run-to-run spread, with a bound of 8 blocks or of 32). Wide blocks of
+// lane groups of one item each (a block an item, two rounds where lane
+// groups of four items take eight) lost to single chunks in both kinds of
+// pass, where a warp's load reads 16 bytes of each of 32 rows (H200 A/B of
+// one build, a dev hook, not committed, us: sum over dim 0 of float32
+// 262144 x 128 36.3 -> 40.7, its pass of 32 wide blocks 6.0 under ncu;
+// bfloat16 21.3 -> 25.8, bfloat16 200000 x 64 8.2 -> 10.4; the sweep's
+// cases 218 2.68 -> 3.30 and 392 2.42 -> 3.79).
 constexpr int64_t kLaterPassTeamChunks = 4 * kSlots;
 constexpr int64_t kFewTeamBlocks = 32;
 
