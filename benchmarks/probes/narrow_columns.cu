@@ -87,16 +87,11 @@ void probe(const char* dtype, int64_t rows, int sms) {
   const int64_t n = rows * C;
   const double bytes = static_cast<double>(n) * sizeof(T);
   const int64_t chunks = (rows + kChunkRows - 1) / kChunkRows;
-  T* x = nullptr;
-  float* out = nullptr;
-  float* first = nullptr;
-  unsigned int* sink = nullptr;
-  CHECK(cudaMalloc(&x, n * sizeof(T) + 16));
-  CHECK(cudaMalloc(&out, chunks * C * sizeof(float)));
-  CHECK(cudaMalloc(&first, chunks * C * sizeof(float)));
-  CHECK(cudaMalloc(&sink, sizeof(unsigned int)));
-  fill<<<1024, 256>>>(x, n);
-  CHECK(cudaDeviceSynchronize());
+  const ProbeBuffers<T, float> buffers(n, chunks * C, 16);
+  T* x = buffers.x;
+  float* out = buffers.out;
+  float* first = buffers.first;
+  unsigned int* sink = buffers.sink;
 
   const int64_t vectors = static_cast<int64_t>(bytes) / 16;
   int read_blocks = 0;
@@ -155,10 +150,6 @@ void probe(const char* dtype, int64_t rows, int sms) {
     const float want = host_slot_tree(p);
     if (std::memcmp(&want, &got[c], 4) != 0) std::printf("host check of chunk 1, column %d: MISMATCH\n", c);
   }
-  CHECK(cudaFree(x));
-  CHECK(cudaFree(out));
-  CHECK(cudaFree(first));
-  CHECK(cudaFree(sink));
 }
 
 int main() {

@@ -47,6 +47,33 @@ __global__ void fill(T* x, int64_t n) {
     x[i] = static_cast<T>(static_cast<float>((i * 2654435761u) % 1000) * 0.001f - 0.5f);
 }
 
+// A probe's device buffers: the input (n values of In, filled, plus `pad`
+// bytes past them), the output the variants write, a copy of the first
+// variant's output to check the others against, and the plain read's sink.
+template <typename In, typename Out>
+struct ProbeBuffers {
+  In* x = nullptr;
+  Out* out = nullptr;
+  Out* first = nullptr;
+  unsigned int* sink = nullptr;
+  ProbeBuffers(int64_t n, int64_t outputs, int64_t pad = 0) {
+    CHECK(cudaMalloc(&x, n * sizeof(In) + pad));
+    CHECK(cudaMalloc(&out, outputs * sizeof(Out)));
+    CHECK(cudaMalloc(&first, outputs * sizeof(Out)));
+    CHECK(cudaMalloc(&sink, sizeof(unsigned int)));
+    fill<<<1024, 256>>>(x, n);
+    CHECK(cudaDeviceSynchronize());
+  }
+  ~ProbeBuffers() {
+    cudaFree(x);
+    cudaFree(out);
+    cudaFree(first);
+    cudaFree(sink);
+  }
+  ProbeBuffers(const ProbeBuffers&) = delete;
+  ProbeBuffers& operator=(const ProbeBuffers&) = delete;
+};
+
 // Median time of one launch over `samples` samples of 20 back-to-back
 // launches, after `warmup` launches.
 template <typename Launch>

@@ -100,14 +100,9 @@ void probe(const char* dtype, int64_t columns, int sms) {
   const double in_bytes = static_cast<double>(n) * sizeof(T);
   const double bytes = in_bytes + static_cast<double>(columns) * sizeof(T);  // read + written
   const int64_t items = columns / Item<T>::kWidth;
-  T *x = nullptr, *out = nullptr, *first = nullptr;
-  unsigned int* sink = nullptr;
-  CHECK(cudaMalloc(&x, n * sizeof(T)));
-  CHECK(cudaMalloc(&out, columns * sizeof(T)));
-  CHECK(cudaMalloc(&first, columns * sizeof(T)));
-  CHECK(cudaMalloc(&sink, sizeof(unsigned int)));
-  fill<<<1024, 256>>>(x, n);
-  CHECK(cudaDeviceSynchronize());
+  const ProbeBuffers<T, T> buffers(n, columns);
+  T *x = buffers.x, *out = buffers.out, *first = buffers.first;
+  unsigned int* sink = buffers.sink;
 
   int read_blocks = 0;
   CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&read_blocks, read_all, kThreads, 0));
@@ -177,10 +172,6 @@ void probe(const char* dtype, int64_t columns, int sms) {
     }
     if (host_bits(want_t) != host_bits(got[c])) std::printf("host check of column %lld: MISMATCH\n", (long long)c);
   }
-  CHECK(cudaFree(x));
-  CHECK(cudaFree(out));
-  CHECK(cudaFree(first));
-  CHECK(cudaFree(sink));
 }
 
 int main() {

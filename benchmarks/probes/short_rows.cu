@@ -143,14 +143,9 @@ void probe(const char* dtype, int64_t rows, int64_t length, int sms) {
   constexpr int kWidth = 16 / sizeof(T);
   const int64_t n = rows * length;
   const double in_bytes = static_cast<double>(n) * sizeof(T);
-  T *x = nullptr, *out = nullptr, *first = nullptr;
-  unsigned int* sink = nullptr;
-  CHECK(cudaMalloc(&x, n * sizeof(T)));
-  CHECK(cudaMalloc(&out, rows * sizeof(T)));
-  CHECK(cudaMalloc(&first, rows * sizeof(T)));
-  CHECK(cudaMalloc(&sink, sizeof(unsigned int)));
-  fill<<<1024, 256>>>(x, n);
-  CHECK(cudaDeviceSynchronize());
+  const ProbeBuffers<T, T> buffers(n, rows);
+  T *x = buffers.x, *out = buffers.out, *first = buffers.first;
+  unsigned int* sink = buffers.sink;
   std::vector<T> host_x(n);
   CHECK(cudaMemcpy(host_x.data(), x, n * sizeof(T), cudaMemcpyDeviceToHost));
   constexpr int kInputs = 3;
@@ -244,10 +239,7 @@ void probe(const char* dtype, int64_t rows, int64_t length, int sms) {
   run_group(std::integral_constant<int, 8>{});
   run_group(std::integral_constant<int, 16>{});
   run_group(std::integral_constant<int, 32>{});
-  for (T* p : inputs) CHECK(cudaFree(p));
-  CHECK(cudaFree(out));
-  CHECK(cudaFree(first));
-  CHECK(cudaFree(sink));
+  for (int i = 1; i < kInputs; ++i) CHECK(cudaFree(inputs[i]));
 }
 
 int main() {
