@@ -35,7 +35,8 @@
 // row) 40.1 us, 2 items (4 lanes) 34.5, 1 item (8 lanes) 37.6 against a read
 // of 31.9. The product's kernel took 35.2 us there in bench_dims.py, not this
 // probe's 40.1 at its group, so the probe ranks the groups but does not
-// reproduce the kernel's times.
+// reproduce the kernel's times -- nor its ranking: the kernel at two items a
+// lane lost (row_group_size, csrc/cuda/launch_config.cuh).
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 -o short_rows benchmarks/probes/short_rows.cu && ./short_rows
 #include <cmath>

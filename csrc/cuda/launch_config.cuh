@@ -80,7 +80,13 @@ inline int64_t dim_reduction_splits(int64_t row_length, int element_bytes) {
 }
 
 // Lanes per row: the fewest (a power of two) that leave each lane at most
-// kRowSlots items, up to a warp.
+// kRowSlots items, up to a warp. More lanes, fewer items each, lost though
+// benchmarks/probes/short_rows.cu ranked two items a lane first (H200 A/B of
+// one build, a dev hook, not committed, sum over the last dim, us, four ->
+// two items a lane, one row a lane a pass: bfloat16 262144 x 128 19.1 ->
+// 22.6, 1048576 x 32 17.4 -> 20.6, float32 262144 x 128 33.0 -> 34.7; read
+// several rows a lane, 21.3, 20.8 and 37.5; one item a lane, 30.8, 28.7 and
+// 54.3).
 inline int row_group_size(int64_t items) {
   int group = 1;
   while (group < kWarpSize && group * static_cast<int64_t>(kRowSlots) < items) group *= 2;
