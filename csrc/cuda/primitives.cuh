@@ -90,6 +90,25 @@ __device__ __forceinline__ void keep_loaded(Vector<T, N>& v) {
 template <typename T>
 __device__ __forceinline__ void keep_loaded(T&) {}
 
+// Marks a value as needed where it is computed (an empty asm that takes it),
+// so that the compiler computes it there rather than under the condition of a
+// later select: a fold of a loaded vector kept out of a branch keeps its load
+// out of it too. ptxas sees no asm, so the loaded words' keep_loaded alone did
+// not stop it moving row_reduce_kernel's second bfloat16 load below the first
+// one's fold: a second round trip to memory (sm_90 SASS of 4b656db).
+// One-byte values (bool) are left alone.
+template <typename T>
+__device__ __forceinline__ void keep_computed(T& v) {
+  static_assert(sizeof(T) <= 8 && (sizeof(T) & (sizeof(T) - 1)) == 0, "a scalar of 1, 2, 4 or 8 bytes");
+  if constexpr (sizeof(T) == 8) {
+    asm volatile("" : "+l"(*reinterpret_cast<uint64_t*>(&v)));
+  } else if constexpr (sizeof(T) == 4) {
+    asm volatile("" : "+r"(*reinterpret_cast<uint32_t*>(&v)));
+  } else if constexpr (sizeof(T) == 2) {
+    asm volatile("" : "+h"(*reinterpret_cast<uint16_t*>(&v)));
+  }
+}
+
 template <typename T, int N>
 __device__ __forceinline__ void store_vector(T* p, const Vector<T, N>& v) {
   *reinterpret_cast<Vector<T, N>*>(p) = v;

@@ -208,7 +208,26 @@ __global__ void __launch_bounds__(
 #pragma unroll
         for (int u = 0; u < kLoads; ++u) {
           const bool valid = base + u * group + lane < items;
-          acc[u % kRowSlots] = op.combine(acc[u % kRowSlots], valid ? fold_item(loaded[u]) : op.identity());
+          if constexpr (kLoads == kRowSlots && !kShifted) {
+            // Folded under `valid`, a bfloat16 item's fold became a branch,
+            // and ptxas moved the second load into it, below the first
+            // item's fold: two round trips to memory a step (sm_90 SASS of
+            // 4b656db). Folded unconditionally, the four loads go out first
+            // (bfloat16 sum: 349 -> 300 instructions, 38 -> 36 registers).
+            // H200, one A/B of two builds, us: bfloat16 sum of 262144 x 128
+            // rows 20.07 -> 17.63, 65536 x 1024 34.13 -> 32.70; float32 amin
+            // of a sliced (1075, 27, 3, 341) over dim 3 (elements) 39.6 ->
+            // 34.8. The eight-load kernels keep the branches: there they are
+            // what keeps ptxas from interleaving loads and folds
+            // (unconditional folds: 48 registers, the loads one or two at a
+            // time). So do shifted items, whose loads went out first too but
+            // which lost: float16 amin of a sliced (5172, 1038) 7.33 -> 8.12.
+            acc_t folded = fold_item(loaded[u]);
+            keep_computed(folded);
+            acc[u % kRowSlots] = op.combine(acc[u % kRowSlots], valid ? folded : op.identity());
+          } else {
+            acc[u % kRowSlots] = op.combine(acc[u % kRowSlots], valid ? fold_item(loaded[u]) : op.identity());
+          }
         }
       }
 #pragma unroll
