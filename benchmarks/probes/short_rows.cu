@@ -36,7 +36,10 @@
 // of 31.9. The product's kernel took 35.2 us there in bench_dims.py, not this
 // probe's 40.1 at its group, so the probe ranks the groups but does not
 // reproduce the kernel's times -- nor its ranking: the kernel at two items a
-// lane lost (row_group_size, csrc/cuda/launch_config.cuh).
+// lane lost (row_group_size, csrc/cuda/launch_config.cuh). Part of the gap
+// at bfloat16 262144 x 128 (the kernel 19.1-20.1 us, this probe 18.5) was
+// the kernel's: ptxas had moved its second load below the first item's fold
+// (sm_90 SASS); with all four loads out first (afd5bef) it took 17.6.
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 -o short_rows benchmarks/probes/short_rows.cu && ./short_rows
 #include <cmath>
