@@ -90,7 +90,8 @@ __device__ __forceinline__ void keep_loaded(Vector<T, N>& v) {
 template <typename T>
 __device__ __forceinline__ void keep_loaded(T&) {}
 
-// Marks a value as needed where it is computed (an empty asm that takes it),
+// Marks a scalar as needed where it is computed or loaded (an empty asm that
+// takes it, in a register of its width; keep_loaded of Elements uses it),
 // so that the compiler computes it there rather than under the condition of a
 // later select: a fold of a loaded vector kept out of a branch keeps its load
 // out of it too. ptxas sees no asm, so the loaded words' keep_loaded alone did
@@ -221,15 +222,7 @@ __device__ __forceinline__ acc_t fold_elements(acc_t acc, const Elements<T>& e, 
 template <typename T>
 __device__ __forceinline__ void keep_loaded(Elements<T>& e) {
 #pragma unroll
-  for (int i = 0; i < vector_width<T>(); ++i) {
-    if constexpr (sizeof(T) == 2) {
-      asm volatile("" : "+h"(reinterpret_cast<uint16_t&>(e.value[i])));
-    } else if constexpr (sizeof(T) == 4) {
-      asm volatile("" : "+r"(reinterpret_cast<uint32_t&>(e.value[i])));
-    } else if constexpr (sizeof(T) == 8) {
-      asm volatile("" : "+l"(reinterpret_cast<uint64_t&>(e.value[i])));
-    }
-  }
+  for (int i = 0; i < vector_width<T>(); ++i) keep_computed(e.value[i]);
 }
 
 // A vector's worth of consecutive elements that does not start on a 16-byte
