@@ -31,7 +31,13 @@ namespace cuda {
 // 4 and 8 KiB slower (a sweep, not committed: 65536 x 1024 float32 88 -> 109
 // us, 4096 x 4096 bfloat16 7.3 -> 10.4 us).
 constexpr int64_t kSplitRowBytes = 16 * 1024;
-// In a dim reduction, one block of a split row reads this many tiles.
+// In a dim reduction, one block of a split row reads this many tiles. Fewer
+// were no faster, or slower (H200 A/B of one build, a dev hook, not
+// committed, sum over the last dim, us, 8 -> 4 / 2 / 1 tiles a block): bfloat16
+// 3 x 5000000 6.29 -> 6.33 / 6.67 / 7.62, 8 x 16777216 62.9 -> 62.9 / 67.5 /
+// 73.9; float32 32 x 1048576 32.8 -> 33.3 / 33.8 / 36.2. So more blocks, more
+// loads in flight, do not close bfloat16 3 x 5000000's gap to a plain read
+// (4.91 us).
 constexpr int64_t kTilesPerSplit = 8;
 // Grid-stride kernels: blocks per SM beyond which a bigger grid buys nothing.
 constexpr int64_t kMaxBlocksPerSm = 32;
