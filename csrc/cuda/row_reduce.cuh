@@ -226,6 +226,10 @@ __global__ void __launch_bounds__(
             keep_computed(folded);
             acc[u % kRowSlots] = op.combine(acc[u % kRowSlots], valid ? folded : op.identity());
           } else {
+            // The fold stays inside the select: computed before it, even
+            // with no keep_computed, ptxas interleaves the eight-load
+            // kernels' loads and folds as above (sm_90 SASS: bfloat16 sum 64
+            // -> 48 registers, its loads one or two at a time).
             acc[u % kRowSlots] = op.combine(acc[u % kRowSlots], valid ? fold_item(loaded[u]) : op.identity());
           }
         }
