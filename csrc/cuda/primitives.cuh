@@ -71,27 +71,8 @@ __device__ __forceinline__ Vector<T, N> load_input(const T* p) {
   }
 }
 
-// Marks a loaded vector as used where it is loaded (an empty asm that takes
-// its words). A load whose value a fold may drop can otherwise be moved by
-// the compiler under that fold's condition, and then waits there: a lane of
-// row_reduce_kernel's several short rows kept one load in flight at a time
-// (sm_90 SASS). Values that are not vectors are left alone.
-template <typename T, int N>
-__device__ __forceinline__ void keep_loaded(Vector<T, N>& v) {
-  if constexpr (sizeof(v) == sizeof(uint16_t)) {
-    asm volatile("" : "+h"(*reinterpret_cast<uint16_t*>(&v)));
-  } else {
-    static_assert(sizeof(v) % sizeof(uint32_t) == 0, "one 16-bit word or whole 32-bit words");
-    auto* words = reinterpret_cast<uint32_t*>(&v);
-#pragma unroll
-    for (int i = 0; i < static_cast<int>(sizeof(v) / sizeof(uint32_t)); ++i) asm volatile("" : "+r"(words[i]));
-  }
-}
-template <typename T>
-__device__ __forceinline__ void keep_loaded(T&) {}
-
 // Marks a scalar as needed where it is computed or loaded (an empty asm that
-// takes it, in a register of its width; keep_loaded of Elements uses it),
+// takes it, in a register of its width; keep_loaded uses it),
 // so that the compiler computes it there rather than under the condition of a
 // later select: a fold of a loaded vector kept out of a branch keeps its load
 // out of it too. ptxas sees no asm, so the loaded words' keep_loaded alone did
@@ -109,6 +90,25 @@ __device__ __forceinline__ void keep_computed(T& v) {
     asm volatile("" : "+h"(*reinterpret_cast<uint16_t*>(&v)));
   }
 }
+
+// Marks a loaded vector as used where it is loaded (an empty asm that takes
+// its words). A load whose value a fold may drop can otherwise be moved by
+// the compiler under that fold's condition, and then waits there: a lane of
+// row_reduce_kernel's several short rows kept one load in flight at a time
+// (sm_90 SASS). Values that are not vectors are left alone.
+template <typename T, int N>
+__device__ __forceinline__ void keep_loaded(Vector<T, N>& v) {
+  if constexpr (sizeof(v) == sizeof(uint16_t)) {
+    keep_computed(*reinterpret_cast<uint16_t*>(&v));
+  } else {
+    static_assert(sizeof(v) % sizeof(uint32_t) == 0, "one 16-bit word or whole 32-bit words");
+    auto* words = reinterpret_cast<uint32_t*>(&v);
+#pragma unroll
+    for (int i = 0; i < static_cast<int>(sizeof(v) / sizeof(uint32_t)); ++i) keep_computed(words[i]);
+  }
+}
+template <typename T>
+__device__ __forceinline__ void keep_loaded(T&) {}
 
 template <typename T, int N>
 __device__ __forceinline__ void store_vector(T* p, const Vector<T, N>& v) {
