@@ -1,22 +1,32 @@
 """Builds torch_reduce._C: the C++ ops, their CPU kernels and, when CUDA is
-available to the build, their CUDA kernels.
+available to the build, their CUDA kernels. Metadata is in pyproject.toml;
+build_support/ holds the build's own pieces (see docs/INSTALL.md).
 
 CUDA is decided from the toolchain, never from whether a GPU is present, so a
 GPU-less build host (CI) still compiles every CUDA source:
   TORCH_REDUCE_CUDA=1  require the CUDA build (fail if nvcc or a CUDA torch is missing)
   TORCH_REDUCE_CUDA=0  build the CPU kernels only
   unset                CUDA when torch is a CUDA build and nvcc (CUDA_HOME) is found
-Target GPUs follow TORCH_CUDA_ARCH_LIST (e.g. "9.0" for H100, "8.0;8.6;9.0").
+Target GPUs follow TORCH_CUDA_ARCH_LIST; unset, the visible GPUs, or with none
+visible the common ones (build_support/build_info.py).
 """
 import glob
 import os
 import sys
 
 import torch
-from setuptools import find_packages, setup
-from torch.utils.cpp_extension import CUDA_HOME, BuildExtension, CppExtension, CUDAExtension
+from setuptools import setup
+from torch.utils.cpp_extension import CUDA_HOME, CppExtension, CUDAExtension
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(ROOT, "build_support"))
+
+import build_info  # noqa: E402
+from build_ext import build_folder, make_build_ext  # noqa: E402
+from compiler_guard import CompilerGuard  # noqa: E402
+from torch_versions import check_isolated_build  # noqa: E402
+
+check_isolated_build()
 
 
 def want_cuda():
@@ -39,10 +49,10 @@ def sources(pattern):
 
 
 with_cuda = want_cuda()
-if with_cuda and not os.environ.get("TORCH_CUDA_ARCH_LIST") and not torch.cuda.is_available():
-    # With no GPU to ask, torch would build for every architecture it knows.
-    os.environ["TORCH_CUDA_ARCH_LIST"] = "9.0"
-    print("torch_reduce: no GPU visible and TORCH_CUDA_ARCH_LIST unset; building for sm_90 (H100)")
+tag = build_info.local_tag(with_cuda)
+version = f"{build_info.base_version(ROOT)}+{tag}"
+CompilerGuard(os.path.join(ROOT, "build")).skip_known_failures()
+
 # The C++ standard is left to torch.utils.cpp_extension: torch 2.4 builds with
 # C++17, recent releases require C++20.
 cxx_flags = ["-O3"]
@@ -59,16 +69,29 @@ if os.environ.get("TORCH_REDUCE_PTXAS_VERBOSE") == "1":
 srcs = sources("csrc/*.cpp") + sources("csrc/cpu/*.cpp")
 extension = CppExtension
 define_macros = []
+archs = ""
 if with_cuda:
+    archs, why = build_info.cuda_arch_list()
+    os.environ["TORCH_CUDA_ARCH_LIST"] = archs
     srcs += sources("csrc/cuda/**/*.cu")
     extension = CUDAExtension
     define_macros.append(("TORCH_REDUCE_WITH_CUDA", None))
 
+banner = (
+    f"torch_reduce: building {version} ({len(srcs)} sources) for "
+    + (f"CUDA archs {archs} ({why})" if with_cuda else "the CPU only")
+    + f", MAX_JOBS={os.environ.get('MAX_JOBS', 'all cores')}, in {os.path.relpath(build_folder(ROOT, tag), ROOT)}"
+)
+
+
+def describe_build():
+    nvcc = build_info.nvcc_description(CUDA_HOME) if with_cuda else None
+    return version, with_cuda, archs, build_info.compiler_description(), nvcc
+
+
 setup(
-    name="torch_reduce",
-    version="0.1.0",
-    description="Fast, deterministic reductions for PyTorch, and the classic CUDA reduction ladder",
-    packages=find_packages(include=["torch_reduce", "torch_reduce.*"]),
+    version=version,
+    install_requires=[build_info.torch_requirement()],
     ext_modules=[
         extension(
             "torch_reduce._C",
@@ -79,7 +102,5 @@ setup(
             extra_link_args=link_flags,
         )
     ],
-    cmdclass={"build_ext": BuildExtension},
-    python_requires=">=3.9",
-    install_requires=["torch>=2.4"],
+    cmdclass={"build_ext": make_build_ext(ROOT, tag, banner, describe_build)},
 )
