@@ -8,10 +8,23 @@
 The ops are also reachable as torch.ops.torch_reduce.{sum,mean,amax,amin}.
 """
 from . import _library
+from ._build_info import BUILD as _BUILD
 from .selection import algorithms, get_default_algorithm, set_default_algorithm, use_algorithm
 from .ops import amax, amin, mean, sum
 
 BUILT_WITH_CUDA = _library.BUILT_WITH_CUDA
+
+#: The release, with a local tag naming the torch and CUDA the library was
+#: built for, e.g. "0.2.0+torch2.14.cu130".
+__version__ = _BUILD["version"]
+
+
+def build_info() -> dict:
+    """What this library was built with: its version, the torch and CUDA it was
+    compiled against, the CUDA architectures it has code for ("9.0+PTX": also
+    PTX, compiled by the driver for newer GPUs), and the C++ and CUDA compilers."""
+    return dict(_BUILD, cuda_archs=list(_BUILD["cuda_archs"]))
+
 
 __all__ = [
     "sum",
@@ -23,4 +36,6 @@ __all__ = [
     "get_default_algorithm",
     "set_default_algorithm",
     "BUILT_WITH_CUDA",
+    "build_info",
+    "__version__",
 ]
