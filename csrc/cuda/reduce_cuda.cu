@@ -2,6 +2,7 @@
 // the fast kernels for everything else.
 #include <c10/cuda/CUDAGuard.h>
 
+#include "device_code.h"
 #include "dispatch.h"
 #include "ladder/ladder.h"
 #include "register_backend.h"
@@ -15,6 +16,7 @@ void reduce_layout(const at::Tensor& input, const ReduceLayout& layout, at::Tens
 void reduce_layout_cuda(ReduceKind kind, const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out,
                         Algorithm algorithm) {
   const c10::cuda::CUDAGuard guard(input.device());
+  check_device_has_code();
   if (algorithm != Algorithm::Default) {
     // The front end allows the ladder for full sums only: `reduce` dense
     // elements from the data pointer.
