@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The package as a user gets it: builds an sdist and a wheel (reusing the
+# in-place build's objects), checks that the sdist holds every tracked source,
+# installs the wheel into a fresh virtual environment and runs the test suite
+# against it from outside the source tree. Arguments go to pytest.
+#   WHEEL_TORCH=install (default): pip installs the torch the wheel requires
+#                                  into the fresh environment
+#   WHEEL_TORCH=borrow:            the fresh environment sees this Python's torch
+#                                  and its packages (a machine with no package index,
+#                                  e.g. the GPU's)
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/setup_env.sh"
+
+"$PY" -c 'import build' 2>/dev/null || "$PY" -m pip install -q build
+rm -rf dist
+echo "== python -m build --no-isolation --sdist --wheel (log: build/wheel.log)"
+set +e
+"$PY" -m build --no-isolation --skip-dependency-check --sdist --wheel --outdir dist . 2>&1 | tee build/wheel.log | "$PY" scripts/build_progress.py
+status=${PIPESTATUS[0]}
+set -e
+if [ "$status" -ne 0 ]; then tail -n 40 build/wheel.log; exit "$status"; fi
+ls -l dist
+"$PY" scripts/check_sdist.py dist/*.tar.gz
+
+venv="$ROOT/build/wheel-venv"
+rm -rf "$venv"
+"$PY" -m venv "$venv"
+if [ "${WHEEL_TORCH:-install}" = borrow ]; then
+  "$PY" -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))' \
+    > "$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/borrowed_torch.pth"
+  "$venv/bin/python" -m pip install -q --no-deps dist/*.whl   # pytest and numpy are borrowed too
+else
+  "$venv/bin/python" -m pip install -q dist/*.whl pytest numpy 2>build/wheel-venv.log \
+    || { cat build/wheel-venv.log; exit 1; }
+fi
+
+# From outside the source tree, so that `import torch_reduce` is the wheel's.
+cd "$(mktemp -d)"
+"$venv/bin/python" - <<'PY'
+import torch_reduce, sysconfig
+where = torch_reduce.__file__
+assert where.startswith(sysconfig.get_paths()["purelib"]), f"torch_reduce imported from {where}, not the wheel"
+print("== testing the installed wheel:", torch_reduce.__version__, "from", where)
+print("   build_info:", torch_reduce.build_info())
+PY
+"$venv/bin/python" -m pytest -q -rs -p no:cacheprovider "$ROOT/tests" "$@"
