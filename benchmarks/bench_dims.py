@@ -11,7 +11,7 @@ read of the input plus a plain write of the output's bytes as a share of ours: w
 must move, well above a plain read where the output is a good part of the input (a reference,
 not a bound: see plain_read.py).
 Without a GPU the shapes are scaled down and run on the CPU.
-Writes results/dims_<device>.json and .png (see README.md).
+Writes out/dims_<device>.json and .png; --save writes them to results/ (see README.md).
 """
 import argparse
 from typing import Optional

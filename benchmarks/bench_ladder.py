@@ -7,7 +7,7 @@ with torch.sum as the reference row.
 Speedups are time ratios: step = previous ladder step / this one; cumulative = serial / this
 one, and step 01 / this one (Harris's 30x is counted from step 1, interleaved_divergent).
 The ladder runs on CUDA tensors only: on the CPU its rows are n/a. Writes
-results/ladder_<device>.json and .png (see README.md).
+out/ladder_<device>.json and .png; --save: to results/ (see README.md).
 """
 import argparse
 import math

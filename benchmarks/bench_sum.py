@@ -5,7 +5,7 @@
     python benchmarks/bench_sum.py --dtypes float32,int32 --sizes 2^20,2^24 --no-compile
 
 Without a GPU it measures the CPU path against torch.sum on the CPU (sizes up to 2^24).
-Writes results/sum_<device>.json and .png (see README.md).
+Writes out/sum_<device>.json and .png; --save writes them to results/ (see README.md).
 """
 import argparse
 

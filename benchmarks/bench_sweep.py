@@ -12,7 +12,7 @@ Each case: a shape with 2^10 to 2^26 elements (2^20 on the CPU), split over its 
 only), amax or amin; over all dims or a random set of them; the tensor contiguous, transposed
 (dims 0 and -1 swapped) or sliced (x[..., 1:] of a tensor one longer). Timed and checked like
 bench_dims.py. Prints the summary by layout and the slowest cases against torch; writes
-results/sweep_<device>.json and .png (see README.md).
+out/sweep_<device>.json and .png; --save: to results/ (see README.md).
 """
 import argparse
 import math
@@ -49,7 +49,7 @@ def parse_args():
     parser.add_argument("--seed", type=int, default=0, help="the cases drawn (default 0)")
     parser.add_argument("--only", type=lambda text: {int(i) for i in text.split(",")},
                         help="comma-separated indices of drawn cases: time those alone, and write "
-                             "results/sweep_only_<device>.json, leaving the whole sweep's file as it is")
+                             "out/sweep_only_<device>.json, leaving the whole sweep's file as it is")
     return parser.parse_args()
 
 

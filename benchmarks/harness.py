@@ -8,6 +8,7 @@ from typing import Callable, Optional
 
 import torch
 
+import report
 from report import DeviceInfo
 from timing import REPLAYS, time_call
 
@@ -46,7 +47,9 @@ def add_common_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true", help="a short run (fewer cases)")
     parser.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto",
                         help="auto: the current CUDA device if there is one, else the CPU")
-    parser.add_argument("--out", help="output directory (default: benchmarks/results/)")
+    parser.add_argument("--out", help="output directory (default: benchmarks/out/, not tracked by git)")
+    parser.add_argument("--save", dest="out", action="store_const", const=str(report.RESULTS_DIR),
+                        help="write to benchmarks/results/, the committed result files")
 
 
 def pick_device(choice: str) -> torch.device:

@@ -11,7 +11,9 @@ from typing import Optional, Sequence
 
 import torch
 
-DEFAULT_OUT_DIR = Path(__file__).resolve().parent / "results"
+# A run writes to out/ (not tracked); --save writes to results/, the committed files.
+DEFAULT_OUT_DIR = Path(__file__).resolve().parent / "out"
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 # Peak DRAM bandwidth (bytes/s) by words that start words of the device name, first match
 # wins ("H200" is not "GH200"); other GPUs are computed from their memory clock and bus width
@@ -114,7 +116,7 @@ def print_header(title: str, info: DeviceInfo) -> None:
 
 
 def output_paths(out_dir: Optional[str], script: str, info: DeviceInfo):
-    """(json_path, png_path), e.g. results/sum_h100.json and results/sum_h100.png."""
+    """(json_path, png_path), e.g. out/sum_h100.json and out/sum_h100.png."""
     directory = Path(out_dir) if out_dir else DEFAULT_OUT_DIR
     directory.mkdir(parents=True, exist_ok=True)
     stem = directory / f"{script}_{info.kind}"

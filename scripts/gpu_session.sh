@@ -42,10 +42,10 @@ for step in "${steps[@]}"; do
         run "sanitize_$tool" compute-sanitizer --tool "$tool" --error-exitcode 9 python3 scripts/sanitizer_workload.py
       done ;;
     bench)
-      run bench_sum python3 benchmarks/bench_sum.py
-      run bench_ladder python3 benchmarks/bench_ladder.py
-      run bench_dims python3 benchmarks/bench_dims.py
-      run bench_sweep python3 benchmarks/bench_sweep.py
+      run bench_sum python3 benchmarks/bench_sum.py --save
+      run bench_ladder python3 benchmarks/bench_ladder.py --save
+      run bench_dims python3 benchmarks/bench_dims.py --save
+      run bench_sweep python3 benchmarks/bench_sweep.py --save
       cp benchmarks/results/*_h100.* benchmarks/results/*_h200.* "$OUT/" 2>/dev/null ;;
     *) echo "unknown step $step"; status=1 ;;
   esac
