@@ -9,7 +9,12 @@ built for several Pythons and torch releases would give up (docs/INSTALL.md).
 - custom_op + register_autograd: the op reached through torch.library's Python
   custom op, its autograd formula registered from Python, as a library on
   the LibTorch stable ABI must (it cannot register C++ autograd kernels). Its
-  kernel calls ours, so this is an upper bound of that design's cost.
+  kernel calls ours, so this is an upper bound of that design's cost;
+  custom_op alone (no formula) separates the two.
+- torch.ops, autograd from Python: our op with its C++ autograd kernel
+  replaced by register_autograd's (measured last, since it changes the op
+  for the rest of the process): the stable-ABI design's cost itself, a C++
+  kernel under a Python autograd kernel that every call enters.
 
 Each row: median over 7 repeats of the mean time of N calls on a 16-element
 tensor (the host's cost; on a GPU the kernel runs behind it), with and
@@ -39,7 +44,7 @@ def _(x, dim=None, keepdim=False):
     return torch.sum(x, dim, keepdim)
 
 
-def _setup_context(ctx, inputs, output):
+def _setup_context(ctx, inputs, output, keyword_only_inputs=None):
     ctx.shape = inputs[0].shape
 
 
@@ -48,6 +53,13 @@ def _backward(ctx, grad):
 
 
 _python_autograd_sum.register_autograd(_backward, setup_context=_setup_context)
+
+
+# The same custom op without the autograd formula: what torch.library's Python
+# op costs by itself.
+@torch.library.custom_op("torch_reduce_overhead::sum_no_autograd", mutates_args=())
+def _python_sum(x: torch.Tensor, dim: Optional[List[int]] = None, keepdim: bool = False) -> torch.Tensor:
+    return torch.ops.torch_reduce.sum.default(x, dim, keepdim)
 
 
 def per_call_us(function, x, synchronize):
@@ -76,21 +88,27 @@ def main():
         "torch.sum": torch.sum,
         "torch_reduce.sum (fast path)": torch_reduce.sum,
         "torch.ops.torch_reduce.sum": torch.ops.torch_reduce.sum,
+        "custom_op": _python_sum,
         "custom_op + register_autograd": _python_autograd_sum,
     }
     rows = []
     print(f"host cost per call (us), 16 elements, {info.name}; median of {REPEATS} x {CALLS} calls")
-    print(f"{'way in':32s} {'no grad':>9s} {'grad':>9s}")
-    for name, function in ways.items():
+    print(f"{'way in':36s} {'no grad':>9s} {'grad':>9s}")
+
+    def measure(name, function):
         row = {"way": name}
         for key, requires_grad in (("no_grad_us", False), ("grad_us", True)):
             x = torch.randn(16, device=device, requires_grad=requires_grad)
             row[key] = per_call_us(function, x, synchronize)
         rows.append(row)
-        print(f"{name:32s} {row['no_grad_us']:9.2f} {row['grad_us']:9.2f}")
+        print(f"{name:36s} {row['no_grad_us']:9.2f} {row['grad_us']:9.2f}")
+
+    for name, function in ways.items():
+        measure(name, function)
+    torch.library.register_autograd("torch_reduce::sum", _backward, setup_context=_setup_context)
+    measure("torch.ops, autograd from Python", torch.ops.torch_reduce.sum)
     json_path, _ = report.output_paths(args.out, "overhead", info)
     report.write_json(json_path, report.run_metadata(info), rows)
-    print(f"wrote {json_path}")
 
 
 if __name__ == "__main__":
