@@ -97,13 +97,18 @@ def test_import_beside_another_torch_raises_import_error(tmp_path):
 
 
 # --------------------------------------------------------------------------- #
-# The build's compiler guard (build_support/compiler_guard.py)
+# The build: its compiler guard and the torch it builds against (build_support/)
 # --------------------------------------------------------------------------- #
 @pytest.fixture
-def compiler_guard(monkeypatch):
+def build_support(monkeypatch):
+    """The build's own modules (build_support/), importable."""
     if not (ROOT / "build_support").is_dir():
         pytest.skip("the build's sources (build_support/) are not beside these tests")
     monkeypatch.syspath_prepend(str(ROOT / "build_support"))
+
+
+@pytest.fixture
+def compiler_guard(build_support, monkeypatch):
     import compiler_guard
 
     for name in ("CC", "CXX"):
@@ -138,6 +143,28 @@ def test_a_failing_compiler_is_replaced_by_the_system_one_and_remembered(compile
     # Where the system compiler fails too, the build stops, naming the fix.
     with pytest.raises(SystemExit, match="CC=/usr/bin/gcc CXX=/usr/bin/g\\+\\+ pip install --no-build-isolation"):
         guard.check_or_switch("lib.so")
+
+
+def test_an_isolated_build_against_another_torch_stops(build_support, tmp_path):
+    # An isolated build environment is one whose torch shadows the user's
+    # (through PYTHONPATH, as pip's does): here a stand-in of another release.
+    fake = tmp_path / "torch"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("__version__ = '2.4.1'\nclass version:\n    cuda = None\n")
+    child = subprocess.run(
+        [sys.executable, "-c", "import torch_versions; torch_versions.check_isolated_build()"],
+        capture_output=True, text=True,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT / "build_support")])),
+    )
+    assert child.returncode != 0
+    assert f"this build environment has torch 2.4.1 but the Python it is for has torch {torch.__version__}" in child.stderr
+    assert "pip install --no-build-isolation ." in child.stderr
+
+
+def test_the_build_asks_for_the_users_torch_release(build_support):
+    import torch_versions
+
+    assert torch_versions.build_requirement() == "torch==" + torch.__version__.split("+")[0]
 
 
 # --------------------------------------------------------------------------- #
