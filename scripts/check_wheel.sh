@@ -11,11 +11,13 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup_env.sh"
 
-"$PY" -c 'import build' 2>/dev/null || "$PY" -m pip install -q build
+# From another folder: the source tree's build/ would pass for the package.
+"$PY" -m pip show -q build 2>/dev/null || "$PY" -m pip install -q build
 rm -rf dist
 echo "== python -m build --no-isolation --sdist --wheel (log: build/wheel.log)"
 set +e
-"$PY" -m build --no-isolation --skip-dependency-check --sdist --wheel --outdir dist . 2>&1 | tee build/wheel.log | "$PY" scripts/build_progress.py
+(cd "$(mktemp -d)" && "$PY" -m build --no-isolation --skip-dependency-check --sdist --wheel --outdir "$ROOT/dist" "$ROOT") \
+  2>&1 | tee build/wheel.log | "$PY" scripts/build_progress.py
 status=${PIPESTATUS[0]}
 set -e
 if [ "$status" -ne 0 ]; then tail -n 40 build/wheel.log; exit "$status"; fi
