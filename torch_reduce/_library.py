@@ -14,7 +14,7 @@ except ImportError:  # a source tree that was never built
         "(or `bash scripts/test.sh`), or install a wheel"
     ) from None
 
-REBUILD = "pip install --no-build-isolation --force-reinstall --no-deps torch_reduce (from its source)"
+REBUILD = "pip install --no-build-isolation --force-reinstall --no-deps <torch_reduce's source folder or sdist>"
 
 
 def _release(version: str) -> str:
