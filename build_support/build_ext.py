@@ -13,7 +13,6 @@ import copy
 import os
 import sys
 
-import torch
 from torch.utils.cpp_extension import BuildExtension
 
 from build_info import write_build_info
