@@ -14,13 +14,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/setup_env.sh"
 # From another folder: the source tree's build/ would pass for the package.
 "$PY" -m pip show -q build 2>/dev/null || "$PY" -m pip install -q build
 rm -rf dist
-echo "== python -m build --no-isolation --sdist --wheel (log: build/wheel.log)"
-set +e
-(cd "$(mktemp -d)" && "$PY" -m build --no-isolation --skip-dependency-check --sdist --wheel --outdir "$ROOT/dist" "$ROOT") \
-  2>&1 | tee build/wheel.log | "$PY" scripts/build_progress.py
-status=${PIPESTATUS[0]}
-set -e
-if [ "$status" -ne 0 ]; then tail -n 40 build/wheel.log; exit "$status"; fi
+(cd "$(mktemp -d)" && logged_build "$ROOT/build/wheel.log" \
+  "$PY" -m build --no-isolation --skip-dependency-check --sdist --wheel --outdir "$ROOT/dist" "$ROOT")
 ls -l dist
 "$PY" scripts/check_sdist.py dist/*.tar.gz
 

@@ -51,18 +51,24 @@ fi
 export MAX_JOBS="${MAX_JOBS:-$(nproc)}"
 
 # The build keeps its objects in build/ and recompiles only what changed.
-# Shown here: what it builds and for which GPUs, then "[compiled/total] file"
-# as ninja goes; the whole log is in build/build.log.
+# logged_build LOG COMMAND...: runs a build, showing what it builds and for
+# which GPUs, then "[compiled/total] file" as ninja goes; the whole log goes to
+# LOG, and its end is shown if the build fails. (check_wheel.sh uses it too.)
+logged_build() {
+  local log=$1; shift
+  local start=$SECONDS status
+  echo "== $* (full log: $log)"
+  set +e
+  "$@" 2>&1 | tee "$log" | "$PY" "$ROOT/scripts/build_progress.py"
+  status=${PIPESTATUS[0]}
+  set -e
+  if [ "$status" -ne 0 ]; then
+    echo "== the build failed; the end of $log:"
+    tail -n 40 "$log"
+    exit "$status"
+  fi
+  echo "== built in $((SECONDS - start)) s"
+}
+
 mkdir -p build
-echo "== building torch_reduce (full log: build/build.log)"
-build_start=$SECONDS
-set +e
-"$PY" -m pip install -v --no-build-isolation --no-deps -e . 2>&1 | tee build/build.log | "$PY" scripts/build_progress.py
-status=${PIPESTATUS[0]}
-set -e
-if [ "$status" -ne 0 ]; then
-  echo "== the build failed; the end of build/build.log:"
-  tail -n 40 build/build.log
-  exit "$status"
-fi
-echo "== built in $((SECONDS - build_start)) s"
+logged_build build/build.log "$PY" -m pip install -v --no-build-isolation --no-deps -e .
