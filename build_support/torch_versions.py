@@ -11,12 +11,14 @@ import subprocess
 import sys
 
 _PROBE = "import torch; print(torch.__version__); print(torch.version.cuda); print(torch.__file__)"
+# What a build environment sets to hide the user's packages (pip's does).
+_ISOLATING = ("PYTHONPATH", "PYTHONNOUSERSITE")
 
 
 def user_torch():
     """(version, cuda, file) of the torch that this Python imports outside a
     build environment, or None if it has none."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONNOUSERSITE")}
+    env = {k: v for k, v in os.environ.items() if k not in _ISOLATING}
     try:
         out = subprocess.run([sys.executable, "-c", _PROBE], env=env, capture_output=True, text=True, timeout=300)
     except (OSError, subprocess.SubprocessError):
@@ -42,6 +44,8 @@ def build_requirement():
 def check_isolated_build():
     """Stops the build if it runs against another torch release than the user's
     (an isolated build environment that fetched a different torch)."""
+    if not any(name in os.environ for name in _ISOLATING):
+        return  # not isolated: the torch imported here is the user's own
     import torch
 
     found = user_torch()
