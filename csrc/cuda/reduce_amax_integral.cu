@@ -1,8 +1,0 @@
-// The CUDA kernels of torch_reduce.amax for integral and bool inputs, in a translation unit of their own.
-#include "reduce_layout.cuh"
-
-namespace torch_reduce {
-namespace cuda {
-template void reduce_layout<ReduceKind::Max, TypeFamily::Integral>(const at::Tensor&, const ReduceLayout&, at::Tensor&);
-}  // namespace cuda
-}  // namespace torch_reduce
