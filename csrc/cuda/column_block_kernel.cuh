@@ -20,15 +20,8 @@ namespace cuda {
 // kChunks (chunks_per_step) is 1 for items of the widest width and grows as
 // items narrow, so that a narrow item's warps keep as many bytes in flight:
 // a step of one chunk of 2-byte items reads 64 bytes a warp-row, and a tile
-// of eight chunks took eight dependent round trips. H100 A/B of one build
-// (one chunk a step forced by a dev hook, not committed), us, one ->
-// chunks_per_step (torch): float16 amax over (0, 1) of (4, 118, 7711) 6.80
-// -> 5.44 (6.12), sum over dim 0 of (2000, 7711) 20.2 -> 15.6 (10.4);
-// float32 sum over dim 0 of a (500, 4999) slice 6.41 -> 5.45 (4.66),
-// bfloat16 amax 6.99 -> 5.71 (6.24). Tiles of few chunks gained little
-// (float32 (300, 4999), five chunks, 4.83 -> 4.78; bfloat16 (300, 8450),
-// items of two columns, 5.64 -> 5.63), and items of the widest width are
-// read as before (float32 4096 x 4096 26.3 either way).
+// of eight chunks would take eight dependent round trips. Tiles of few
+// chunks gain little from it.
 struct BlockRun {
   int64_t unit;        // index of the (batch, tile, item block) the block works on
   int64_t b;
@@ -164,10 +157,8 @@ __global__ void __launch_bounds__(kColumnThreads, 2) column_block_kernel(ColumnA
     constexpr int kItems = decltype(width)::value;
     constexpr int kChunks = chunks_per_step<in_t, acc_t, kItems>();
     // Columns of one chunk take steps of one: the empty chunks' code and the
-    // barrier before the tile's end cost a pass of one step (the H100 sweep's
-    // float64 sum over dim 1 of a transposed (2659, 61), two chunks a step,
-    // 2.53 -> 2.70 us; a dev build's sweep, not committed, against
-    // results/sweep_h100.json at b7c9e70).
+    // barrier before the tile's end cost a pass of one step more than the wider
+    // step saves.
     if (kChunks > 1 && args.reduce > kFoldLength) {
       block_columns<kItems, kChunks>(args, op, slot_values, level2);
     } else {

@@ -180,7 +180,8 @@ __device__ __forceinline__ void store_item(const ColumnArgs<in_t, acc_t, out_t>&
 // `base` must be readable even when count is 0. Unpredicated loads let ptxas
 // keep the eight loads in flight with few registers: with loads under
 // `k < count` it held each one's address and predicate, and split bfloat16
-// vectors into 16-bit registers (column_chunk_kernel bfloat16: 117 -> 60).
+// vectors into 16-bit registers (column_chunk_kernel bfloat16: about twice
+// the registers).
 template <int kItems, typename in_t>
 __device__ __forceinline__ void load_rows(const in_t* base, int64_t stride, int count,
                                           Vector<in_t, kItems> (&loaded)[kSlots]) {

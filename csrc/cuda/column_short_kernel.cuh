@@ -30,20 +30,14 @@ __host__ __device__ constexpr int leaf_slot(int q) { return ((q & 1) << 2) | (q 
 // the chunk's length. The step loop stays rolled, but for items of one column
 // in chunks of up to four steps (32 rows), whose steps are all loaded first
 // (kAhead): a thread then holds few bytes a row, and a step's loads waiting
-// on the fold before them kept too few in flight (H100, this loop rolled ->
-// loaded ahead, benchmarks/results/gathered_columns_h100.txt at 28e3ec4 and
-// after, us: bfloat16 sum over dim 1 of x[..., :2] of (n, 32, 500, 3), 4.2M
-// elements, 5.95 -> 4.45, of (n, 11, 58, 3) 8.89 -> 7.63; torch 4.38,
-// 5.78). The result is stored here.
+// on the fold before them kept too few in flight. The result is stored here.
 // Chunks of fewer than 8 rows read only their class's slots: the slots
 // past them hold no row, and their combines with the identity are left out,
 // which changes no bits (x combined with the identity is x: a sum's values
 // come from adding to +0, so none is -0; the max and min of a value and
-// -inf or +inf is that value). Loads of those slots re-reading row 0 had
-// cost the bfloat16 kernel both L1 traffic and registers (probe, H200,
-// benchmarks/results/short_columns_h200.txt: bfloat16 3 x 5000000, 8 slots
-// 12.23 us at 40 registers, 4 slots 7.93 us at 32; 2 x 5000000, 8 slots
-// 11.13 us, 4 slots 6.62 us, 2 slots 5.04 us).
+// -inf or +inf is that value). Loads of those slots re-reading row 0 cost
+// the bfloat16 kernel both L1 traffic and registers
+// (benchmarks/probes/short_columns.cu measures the difference).
 // A row is kSpread items of kItems columns, kWarpSize items apart (see
 // short_spread): out + e * kWarpSize * kItems gets item e's. kEvictFirst:
 // the loads ask the L2 to evict their lines first (see load_input).
@@ -160,9 +154,8 @@ __device__ __forceinline__ void reduce_short_chunk(const in_t* base, int64_t str
 // narrow item's rows are short, so that a row's sectors hold its neighbours'
 // too: read a step apart (reduce_short_chunk's steps are slots, rows eight
 // apart), they must stay in the L1 meanwhile, and with the Narrow kernels'
-// occupancy they did not (H100 A/B, not committed: float32 sum over dim 1 of
-// (200000, 40, 7), 105 -> 173 us in slot order). Eight slots of at most two
-// columns' accumulators fit the registers that the pending subtrees would.
+// occupancy they did not. Eight slots of at most two columns' accumulators
+// fit the registers that the pending subtrees would.
 template <int kRowsPerSlot, int kItems, typename in_t, typename acc_t, typename out_t, typename Op>
 __device__ __forceinline__ void reduce_narrow_chunk(const in_t* base, int64_t stride, int rows, out_t* out,
                                                     const Op& op) {
@@ -308,11 +301,9 @@ inline int short_chunk_rows(int64_t rows) {
 
 // The items a column_short_kernel reads, and in which order. Narrow items
 // (short_spread > 1) take kernels of their own, which read nothing else:
-// in the kernels of every width, their loads took the wide items'
-// registers (ptxas sm_90: bfloat16 column_short_kernel<1> 48 -> 76, 8-bit
-// amax 51-63 -> 134), and so did a pass of one narrow item a thread
-// (float16 mean column_short_kernel<4>: 64 registers, four blocks an SM; 38
-// in a kernel of its own).
+// in the kernels of every width, their loads raised the wide items' register
+// counts (ptxas sm_90), and so did a pass of one narrow item a thread, which
+// then ran fewer blocks an SM than in a kernel of its own.
 //   Wide: the other items, and all indexed ones (one column each).
 //   Narrow: one narrow item a thread, in slot order (reduce_short_chunk).
 //   NarrowByRows: one narrow item a thread, in memory order

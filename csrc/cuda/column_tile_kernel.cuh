@@ -150,9 +150,7 @@ __device__ __forceinline__ void tile_two_levels(const ColumnArgs<in_t, acc_t, ou
     const bool active = u < pass.units && first_item + c < args.items;
     // The lane's addresses are worked out once a tile, from its first row (row
     // s of the lane group's first chunk). Worked out for every chunk, with
-    // 64-bit divisions (calls), they took 106 registers (float32) and 4-9%
-    // more time (H200 A/B, not committed: 4096 x 4096 over dim 0 float32
-    // 20.3 -> 19.3 us, bfloat16 9.65 -> 8.76 us).
+    // 64-bit divisions (calls), they took many more registers and time.
     const int64_t first_row = (tile * kFoldLength + slot2) * kFoldLength;
     const int64_t rows_left = args.reduce - first_row;
     const in_t* lane_rows =
@@ -166,17 +164,10 @@ __device__ __forceinline__ void tile_two_levels(const ColumnArgs<in_t, acc_t, ou
       return count;
     };
     // kAhead rounds in flight: round m + kAhead is loaded once round m is
-    // folded. Two at most: four (items of one float32 or bfloat16 column)
-    // spilled in the bfloat16 amax kernel (ptxas sm_90). H100 A/B of one
-    // build (one round ahead forced by a dev hook, not committed), sums over
-    // dim 0, us, one -> two (torch): (2632, 5) float32 3.91 -> 3.69 (3.38),
-    // bfloat16 3.98 -> 3.82 (3.34), float64 4.46 -> 4.35 (3.54); float32
-    // (4095, 3) 4.59 -> 4.28 (3.12); the sweep's float64 sum over (0, 1) of
-    // a (28, 94, 5) slice 4.46 -> 4.34 (3.58). Items of 16 bytes keep one:
-    // two (a dev hook, H200 A/B of one build, not committed) spilled 392
-    // bytes in the bfloat16 sum kernel (8.4 -> 19.8 us over dim 0 of 4096 x
-    // 4096) and gained float32 nothing (123 registers, no spills; 4096 x 4096
-    // 19.7 -> 20.0 us at two blocks an SM; 7840000 x 4 33.9 -> 32.7 us).
+    // folded. Narrow items keep two, which small passes of few columns gain
+    // from; four (items of one float32 or bfloat16 column) spilled in the
+    // bfloat16 amax kernel (ptxas sm_90). Items of 16 bytes keep one: two
+    // spilled in the bfloat16 sum kernel and gained float32 nothing.
     constexpr int kChunks = chunks_per_step<in_t, acc_t, kItems>();
     constexpr int kAhead = kChunks < 2 ? kChunks : 2;
     Vector<in_t, kItems> loaded[kAhead][kSlots];
@@ -326,9 +317,7 @@ __device__ __forceinline__ void tile_one_level(const ColumnArgs<in_t, acc_t, out
 }
 
 // Two levels a pass: teams, each a tile at a time. Two blocks per SM: built
-// for three (float32 fits in 72 registers), the float32 passes were up to 4%
-// slower on the H200 (A/B, not committed: 65536 x 1024 over dim 0 71.2 ->
-// 74.0 us, 262144 x 128 41.3 -> 42.7 us).
+// for three (float32 fits in 72 registers), the float32 passes were slower.
 template <typename in_t, typename acc_t, typename out_t, typename Op>
 __global__ void __launch_bounds__(kColumnThreads, 2) column_tile_kernel(ColumnArgs<in_t, acc_t, out_t> args, Op op) {
   start_pass();
@@ -351,10 +340,11 @@ __global__ void __launch_bounds__(kColumnThreads, 2) column_wide_kernel(ColumnAr
 // One level a pass: lane groups, each a chunk at a time. A kernel for each
 // item width, so that each gets the registers it needs rather than those of
 // one kernel for every width and both modes. Built for 4 blocks per SM (64
-// registers, ptxas sm_90: float32 46-57, bfloat16 46-60, no spills), so that
-// as many chunks are in flight as in benchmarks/probes/narrow_columns.cu;
-// accumulators narrower than 32 bits (amax/amin of 8- and 16-bit integers
-// and bool) spill at 64 registers, and at 80 for bool, and get 2.
+// registers, ptxas sm_90: no spills for 32-bit accumulators), so that as
+// many chunks are in flight as in benchmarks/probes/narrow_columns.cu's
+// fastest variant; accumulators narrower than 32 bits (amax/amin of 8- and
+// 16-bit integers and bool) spill at 64 registers, and at 80 for bool, and
+// get 2.
 template <typename acc_t>
 constexpr int chunk_kernel_min_blocks() {
   return sizeof(acc_t) >= 4 ? 4 : 2;

@@ -13,17 +13,10 @@
 // way, or before sm_90, both are no-ops.
 //
 // A reduction of one kernel launches the ordinary way: after an ordinary
-// kernel its early launch cost time (H100 A/B, not committed, one build
-// with the first kernel's launch switched, sum, median of 5, us, after a
-// one-element torch kernel, early - ordinary: float32 1048576 x 8 rows
-// +0.21, 32768 x 32 rows +0.19, 3 x 5000000 over dim 0 (one pass) +0.35,
-// full sum of 2^20 +0.21), where passes of several gained (float32 1048576
-// x 8 over dim 0 -0.29, 32768 x 32 -0.27, 1000000 x 2 -0.25; after a 4 MB
-// torch kernel -0.33, -0.50 and -0.39; back to back, as the benchmarks
-// time them, -0.52, -0.63 and -0.57). And a single pass of a wave of blocks
-// lost its balance when launched early behind the previous call (bfloat16
-// 4096 x 4096 over dim 0 back to back, teams of one block an SM: 8.91 ->
-// 11.58).
+// kernel (any other library's), its early launch cost time, where the passes
+// of reductions of several gained. And a single pass of one wave of blocks
+// (teams of one block an SM) lost its balance when launched early behind the
+// previous call. See docs/TUNING.md.
 #pragma once
 
 #include <c10/cuda/CUDAException.h>

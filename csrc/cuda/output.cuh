@@ -15,10 +15,10 @@ namespace torch_reduce {
 namespace cuda {
 
 // Not inlined: the several-rows row kernel, which stores up to eight rows a
-// lane from its unrolled loop, spilled 28 bytes with the index arithmetic
-// inlined at every store (ptxas sm_90, bfloat16, vectorized). The arguments
-// come by value: a pointer to the kernel's parameters would copy them to the
-// stack at every thread's start (128 bytes a thread, ptxas).
+// lane from its unrolled loop, spilled with the index arithmetic inlined at
+// every store (ptxas sm_90, bfloat16, vectorized). The arguments come by
+// value: a pointer to the kernel's parameters would copy them to the stack
+// at every thread's start (ptxas).
 template <typename T>
 __device__ __noinline__ T* permuted_address(T* data, uint32_t i, StridedIndex index) {
   return data + strided_offset(i, index);
@@ -26,9 +26,8 @@ __device__ __noinline__ T* permuted_address(T* data, uint32_t i, StridedIndex in
 
 // An output and where the kernels write it. Kernels that write permuted
 // outputs are instantiations of their own (kPermuted): the index arithmetic
-// and its call, present but never run, cost the dense kernels 0.2 us of a
-// 3 us row reduction and 15-25% of column passes (H100, the random sweep of
-// a build that branched on `index.dims` at run time, not committed).
+// and its call, present but never run, cost the dense kernels registers and
+// time (a build that branched on `index.dims` at run time).
 template <typename T>
 struct Output {
   T* data;

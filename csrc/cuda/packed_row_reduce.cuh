@@ -7,25 +7,13 @@
 //
 // Rows of exactly one vector (kRows 1) come here too. row_reduce_kernel read
 // them eight rows a lane (its several-rows kernel: 80 registers, three blocks
-// an SM), and a grid of 1.3 waves for bfloat16 1048576 x 8; here a lane keeps
-// four loads in flight at 46 registers. H200 A/B of one build, the old route
-// kept behind a dev switch (not committed), us, several rows -> packed
-// (torch): bfloat16 sum 1048576 x 8 5.22 -> 3.21 (49.7), 100000 x 8 2.83 ->
-// 1.59 (6.06), 4099 x 8 1.66 -> 1.38 (2.08); float64 4000000 x 2 29.6 -> 24.3
-// (55.2); uint8 amax 4000000 x 16 36.6 -> 20.6 (475.7); float32 7840000 x 4
-// 38.1 -> 38.0 (DRAM-bound). Eight loads a lane were slower on most of them
-// (bfloat16 1048576 x 8 3.84, uint8 amax 27.5).
+// an SM, and few waves of them for a million rows); here a lane keeps four
+// loads in flight at 46 registers. Eight loads a lane were slower.
 //
 // Rows of exactly two vectors (kLanes 2: float32 rows of 8, bfloat16 of 16)
 // take a pair of adjacent lanes each, a vector a lane, for the same reason:
 // row_reduce_kernel read them four rows a lane in its several-rows kernel.
-// ptxas: 37 to 59 registers, no spills. H200 A/B as above, us, several rows
-// -> a vector a lane (torch): float32 sum 1048576 x 8 7.94 -> 5.14-5.54
-// (51.9), 100000 x 8 2.67 -> 1.72 (6.15), 4099 x 8 1.74 -> 1.32 (2.09),
-// 4000000 x 8 35.6 -> 32.0 (204); bfloat16 sum 1048576 x 16 9.29 -> 6.44
-// (103); float64 sum 2000000 x 4 26.5 -> 18.6 (55.9); int32 sum 1048576 x 8
-// 12.0 -> 7.6 (93.5); uint8 amax 1048576 x 32 18.8 -> 11.3 (260). amax moved
-// alike.
+// ptxas: 37 to 59 registers, no spills.
 //
 // A row's order is the one row_reduce_kernel gives it: a row of one item has
 // its elements folded in index order, starting from the identity; a row of

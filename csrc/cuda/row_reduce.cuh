@@ -28,8 +28,8 @@ constexpr int kRowThreads = 256;
 constexpr int kRowSlots = 4;
 // Rows of at most kShortRowItems items a lane are read several at a time,
 // kShortRowSlots loads in flight. (Rows of 3 and 4 items a lane stay one at a
-// time: read eight items a lane, float32 1048576 x 32 took 36.0 -> 41.0 us
-// on the H200, though bfloat16 262144 x 128 went 23.7 -> 20.0 us.)
+// time: read eight items a lane, long float32 rows lost more than bfloat16
+// ones gained.)
 constexpr int kShortRowItems = 2;
 constexpr int kShortRowSlots = 8;
 
@@ -51,13 +51,12 @@ struct RowArgs {
 };
 
 // Blocks per SM the kernels of 16-byte loads and 32-bit accumulators are
-// built for (ptxas sm_90). One row a lane: float32 40-48 registers, 5 blocks;
-// bfloat16 46-59, 4 blocks. Several rows: float32 78, bfloat16 80 (and a
-// 4-byte spill, outside the loads), 3 blocks, eight 16-byte loads in flight.
-// The others spill there: several rows get 2 blocks, one row no bound.
-// Shifted items (row_kernel_shifts_items), four a step: 72 registers, 3
-// blocks (eight a step took 115-131, 1 block, and were slower than element
-// loads: H100, float16 5172 rows of 1038 8.0 -> 11.4 us, a dev A/B).
+// built for (ptxas sm_90): as many as their registers allow without spills.
+// One row a lane: 5 blocks (float32), 4 (bfloat16). Several rows: 3 blocks,
+// eight 16-byte loads in flight. The others spill there: several rows get 2
+// blocks, one row no bound. Shifted items (row_kernel_shifts_items), four a
+// step: 3 blocks (eight a step fit one block an SM, and were slower than
+// element loads).
 template <typename scalar_t, typename acc_t, bool kVectorized, bool kSeveralRows, bool kShifted>
 constexpr int row_kernel_min_blocks() {
   constexpr bool kBuiltFor = kVectorized && sizeof(acc_t) == 4;
@@ -69,14 +68,10 @@ constexpr int row_kernel_min_blocks() {
 // Rows of 2-byte elements, one a lane, not all 16-byte aligned (nor
 // gathered): each item is read as the two aligned vectors that hold it
 // (UnalignedItem), four items a step, where element by element an item takes
-// eight loads. H100, a dev A/B of one build, us, elements -> shifted (torch):
-// bfloat16 16384 x 4096 [:, 1:] 70.8 -> 50.9 (51.5), float16 65536 x 1023
-// 59.9 -> 53.1 (56.8), bfloat16 100000 x 63 8.4 -> 6.7 (23.0). Items of 4-
-// and 8-byte elements take four and two loads element by element, and
-// shifted they lost (float32 amax of 1000 rows of 9 1.85 -> 2.11, float64
-// sum of 125 rows of 5 1.66 -> 1.81); so did 1-byte items, sixteen elements
-// to shift and fold (int8 sum 65536 x 1001 62 -> 81), and several rows a
-// lane, whose items share lines (float32 1048576 x 7 12.1 -> 14.3).
+// eight loads. Items of 4- and 8-byte elements take four and two loads
+// element by element, and shifted they lost; so did 1-byte items, sixteen
+// elements to shift and fold, and several rows a lane, whose items share
+// lines.
 template <typename scalar_t>
 constexpr bool row_kernel_shifts_items(bool vectorized, bool several_rows, bool gathered) {
   return sizeof(scalar_t) == 2 && !vectorized && !several_rows && !gathered;
@@ -86,12 +81,8 @@ constexpr bool row_kernel_shifts_items(bool vectorized, bool several_rows, bool 
 // but for 8-byte elements: there ptxas (sm_90) kept the eight 16-byte loads
 // of a step in one or two register quads, each load issued after the
 // compares or adds of the one before (float64 amin: LDG, DSETP, ..., LDG),
-// where four a step stay in flight together. H100, one build, eight -> four
-// loads a step (a dev hook, not committed), us (torch): float64 amin over
-// dim 1 of (8, 982) 4.08 -> 2.80 (3.26), sum 3.32 -> 2.65 (3.10); of
-// (16384, 300) 15.81 -> 12.93 (12.60), of (100000, 1000) 282.7 -> 266.3
-// (267.1); int64 sums unchanged. Four a step for every type lost on small
-// rows of the others (bfloat16 sum of (8, 4096) 3.01 -> 3.51).
+// where four a step stay in flight together. Four a step for every type lost
+// on small rows of the others.
 template <typename scalar_t>
 constexpr int row_kernel_long_row_loads() {
   return sizeof(scalar_t) < 8 ? 2 * kRowSlots : kRowSlots;
@@ -108,12 +99,11 @@ constexpr int row_kernel_long_row_loads() {
 // (kShortRowSlots, with kSeveralRows: rows_per_pass > 1). A kernel for
 // each, so that each gets the registers it needs: the several rows' loads
 // and slots cost the one-row kernels their occupancy, and one kernel for
-// both one-row lengths was 5-9% slower on bfloat16 4096 x 4096 rows (H200:
-// 6.33 -> 6.68-7.12 us).
+// both one-row lengths was slower.
 // kEvictFirst: the vectorized loads read evict-first (evict_first_input);
 // launched for one row a lane only (for several rows, evict-first loads
-// took that kernel from 8 to 48 bytes of spills: ptxas sm_90, as a run-time
-// policy). kPermutedOutput: args.out is a permuted view, `out_index`
+// made that kernel spill: ptxas sm_90, as a run-time policy).
+// kPermutedOutput: args.out is a permuted view, `out_index`
 // (output.cuh). kGathered: the rows are read through `gather`
 // (gathered_rows.cuh), element by element; args.row_stride is unused.
 template <typename scalar_t, typename acc_t, typename out_t, typename Op, bool kVectorized, int kLoads, bool kSeveralRows,
@@ -132,9 +122,8 @@ __global__ void __launch_bounds__(
   // int: the one-row loop counts its items in 32 bits (below).
   const int items = static_cast<int>((args.row_length + kWidth - 1) / kWidth);
   // args.rows_per_pass (1 for the one-row kernels), bounded here by what the
-  // items allow: read alone, it cost the float32 several-rows kernel 3
-  // registers and an 8-byte spill, and the constant 1 cost the bfloat16
-  // one-row kernels of eight loads 5 and a 4-byte spill (ptxas sm_90).
+  // items allow: read alone, or as the constant 1, it cost registers and
+  // spills (ptxas sm_90).
   const int most_rows = row_reduce_rows_per_pass(args.items_per_lane);
   const int rows_per_pass = args.rows_per_pass < most_rows ? args.rows_per_pass : most_rows;
   const int64_t groups_per_block = kRowThreads / group;
@@ -187,14 +176,9 @@ __global__ void __launch_bounds__(
       // the same for both lengths. A step loads all its items first and
       // folds them after; an item past the row's end loads item 0 again and
       // is dropped. With loads under a predicate, folded as they came, ptxas
-      // kept one bfloat16 load in flight at a time (sm_90 SASS of 5163c86).
+      // kept one bfloat16 load in flight at a time (sm_90 SASS).
       // Items counted in 32 bits rather than 64: fewer integer operations
-      // around the loads (sm_90 SASS, float32 sum of eight loads a step
-      // 424 -> 360 instructions, bfloat16 600 -> 520). H100 A/B of one build,
-      // a dev hook (not committed), 134 row reductions: median 0.983 of the
-      // time, float32 amin of (65536, 1023) 120.9 -> 105.3 us, bfloat16 sum
-      // of (8192, 1100) 11.09 -> 10.31, float16 amin of (8, 4096) 2.93 ->
-      // 2.74; four lost 3-8% (float32 sum of (2048, 2048) 4.18 -> 4.53).
+      // around the loads (sm_90 SASS).
       for (int base = 0; first < args.rows && base < items; base += kLoads * group) {
         Loaded loaded[kLoads];
 #pragma unroll
@@ -211,25 +195,20 @@ __global__ void __launch_bounds__(
           if constexpr (kLoads == kRowSlots && !kShifted) {
             // Folded under `valid`, a bfloat16 item's fold became a branch,
             // and ptxas moved the second load into it, below the first
-            // item's fold: two round trips to memory a step (sm_90 SASS of
-            // 4b656db). Folded unconditionally, the four loads go out first
-            // (bfloat16 sum: 349 -> 300 instructions, 38 -> 36 registers).
-            // H200, one A/B of two builds, us: bfloat16 sum of 262144 x 128
-            // rows 20.07 -> 17.63, 65536 x 1024 34.13 -> 32.70; float32 amin
-            // of a sliced (1075, 27, 3, 341) over dim 3 (elements) 39.6 ->
-            // 34.8. The eight-load kernels keep the branches: there they are
-            // what keeps ptxas from interleaving loads and folds
-            // (unconditional folds: 48 registers, the loads one or two at a
+            // item's fold: two round trips to memory a step (sm_90 SASS).
+            // Folded unconditionally, the four loads go out first, with fewer
+            // instructions and registers. The eight-load kernels keep the branches:
+            // there they are what keeps ptxas from interleaving loads and folds
+            // (unconditional folds: more registers, the loads one or two at a
             // time). So do shifted items, whose loads went out first too but
-            // which lost: float16 amin of a sliced (5172, 1038) 7.33 -> 8.12.
+            // which lost.
             acc_t folded = fold_item(loaded[u]);
             keep_computed(folded);
             acc[u % kRowSlots] = op.combine(acc[u % kRowSlots], valid ? folded : op.identity());
           } else {
             // The fold stays inside the select: computed before it, even
             // with no keep_computed, ptxas interleaves the eight-load
-            // kernels' loads and folds as above (sm_90 SASS: bfloat16 sum 64
-            // -> 48 registers, its loads one or two at a time).
+            // kernels' loads and folds as above (sm_90 SASS).
             acc[u % kRowSlots] = op.combine(acc[u % kRowSlots], valid ? fold_item(loaded[u]) : op.identity());
           }
         }
@@ -246,15 +225,14 @@ __global__ void __launch_bounds__(
       // holds item k * group + lane of round r, s = r * ipl + k. As in one
       // row's steps, every slot loads before any folds, a slot past the rows
       // or the row's items loading item 0 of row 0: under a predicate each,
-      // the loads went one at a time (bfloat16) or two (float32) (sm_90 SASS
-      // of f2f40e0); keep_loaded stops the compiler from moving them there.
+      // the loads went one at a time (bfloat16) or two (float32) (sm_90
+      // SASS); keep_loaded stops the compiler from moving them there.
       const int ipl = args.items_per_lane;
       const int groups_per_warp = kWarpSize / group;
       const int64_t group_row = warp_first + (threadIdx.x % kWarpSize) / group;
       static_assert(kLoads == kShortRowSlots, "several rows load kShortRowSlots items");
       // Slots loaded at once: all of them, but for items of 16 one-byte
-      // elements read one by one, half (at 128 registers, all of them spilled
-      // 284 bytes: ptxas sm_90).
+      // elements read one by one, half (all of them spilled: ptxas sm_90).
       constexpr int kBatch = kVectorized || sizeof(scalar_t) > 1 ? kShortRowSlots : kShortRowSlots / 2;
       acc_t row_acc = op.identity();
       int r = 0, k = 0;            // the fold's round and item, counted along s without divisions

@@ -11,13 +11,9 @@
 // a few multiply-shifts (strided_index.cuh), so that a small input's loads
 // are all in flight at once. Where every run of innermost reduced elements
 // is whole aligned vectors (args.stage_vectors), a load stages a vector, so
-// that one place is found for kWidth elements: the kernel issued an
-// instruction in 56% of its cycles (ncu, the float64 amin below; torch's
-// kernel 31%). H100 A/B of one build, element loads forced by a dev hook
-// (not committed), two sweeps each, us, elements -> vectors (torch): the
-// sweep's float64 amin over (0, 2) of (101, 2202, 4) 6.48 -> 5.72 (5.61),
-// over (0, 1, 3) of (7, 4, 29, 30) 3.72 -> 3.51 (6.11); median of the 400
-// cases 1.00. ptxas sm_90: 30-34 -> 43-46 registers, no spills.
+// that one place is found for kWidth elements: the kernel is issue-bound
+// (ncu), and each place takes a chain of integer operations. It takes more
+// registers that way (ptxas sm_90), no spills.
 //
 // The fold is row_reduce_kernel's order for a row of this length -- items of
 // kWidth consecutive elements folded in index order from the identity, item
@@ -62,7 +58,7 @@ template <int kLoadWidth, typename scalar_t, typename out_t>
 __device__ __forceinline__ void stage_rows(const StagedRowsArgs<scalar_t, out_t>& args, const RowGather& gather,
                                            int first_row, int elements, scalar_t* stage) {
   // A vector's bits moved as one uint4: as kLoadWidth one-byte elements
-  // they took a register each (147 registers, ptxas sm_90).
+  // they took a register each (ptxas sm_90).
   using Load = std::conditional_t<kLoadWidth == 1, scalar_t, uint4>;
   static_assert(kLoadWidth == 1 || kLoadWidth * sizeof(scalar_t) == sizeof(uint4), "a vector is 16 bytes");
   const int loads = elements / kLoadWidth;
