@@ -24,6 +24,7 @@ sys.path.insert(0, os.path.join(ROOT, "build_support"))
 import build_info  # noqa: E402
 from build_ext import build_folder, make_build_ext  # noqa: E402
 from compiler_guard import CompilerGuard  # noqa: E402
+from kernel_units import generate as generate_kernel_units  # noqa: E402
 from torch_versions import check_isolated_build  # noqa: E402
 
 check_isolated_build()
@@ -76,6 +77,7 @@ if with_cuda:
     srcs += sources("csrc/cuda/**/*.cu")
     extension = CUDAExtension
     define_macros.append(("TORCH_REDUCE_WITH_CUDA", None))
+srcs += generate_kernel_units(ROOT, with_cuda)
 
 banner = (
     f"torch_reduce: building {version} ({len(srcs)} sources) for "

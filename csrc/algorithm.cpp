@@ -1,5 +1,6 @@
 #include "algorithm.h"
 
+#include <ATen/WrapDimUtilsMulti.h>
 #include <c10/util/Exception.h>
 
 #include <cstdlib>
@@ -43,6 +44,28 @@ std::optional<Algorithm> environment_algorithm() {
   static const char* value = std::getenv("TORCH_REDUCE_ALGORITHM");
   if (value == nullptr || *value == '\0') return std::nullopt;
   return parse_algorithm(value);
+}
+
+std::optional<Algorithm> ladder_step(const at::Tensor& self, at::OptionalIntArrayRef dim,
+                                     const std::optional<std::string>& algorithm) {
+  bool full = true;
+  if (dim.has_value() && !dim->empty()) {
+    // Raises torch's errors for out-of-range and repeated dims.
+    const auto mask = at::dim_list_to_bitset(*dim, self.dim());
+    for (int64_t d = 0; d < self.dim(); ++d) full = full && mask[d];
+  }
+  if (!algorithm) {
+    if (!self.is_cuda() || !full) return std::nullopt;
+    const auto step = environment_algorithm();
+    return step == Algorithm::Default ? std::nullopt : step;
+  }
+  const Algorithm step = parse_algorithm(*algorithm);
+  if (step == Algorithm::Default) return std::nullopt;
+  TORCH_CHECK(self.is_cuda(), "torch_reduce.sum: algorithm '", *algorithm, "' is a CUDA kernel; tensors on ",
+              self.device().type(), " use algorithm='default'");
+  TORCH_CHECK(full, "torch_reduce.sum: algorithm '", *algorithm,
+              "' reduces all elements; use dim=None or algorithm='default'");
+  return step;
 }
 
 }  // namespace torch_reduce

@@ -1,8 +1,12 @@
 // The reduction algorithms a caller can pick for torch_reduce.sum.
 //
 // `Default` is the fast path; the others are the classic ladder kept for
-// study (csrc/cuda/ladder/), in the order of the steps that build it.
+// study (csrc/cuda/ladder/), in the order of the steps that build it. The
+// sum op routes a call to the ladder (ladder_step) before the front end,
+// which never sees an algorithm.
 #pragma once
+
+#include <ATen/ATen.h>
 
 #include <optional>
 #include <string>
@@ -35,5 +39,12 @@ const std::string& algorithm_name(Algorithm algorithm);
 // The process-wide default from the TORCH_REDUCE_ALGORITHM environment
 // variable (read once), or std::nullopt when it is unset.
 std::optional<Algorithm> environment_algorithm();
+
+// The ladder step a sum call asks for: `algorithm`, or where it is None the
+// process-wide default, which applies to full reductions of CUDA tensors
+// only; nullopt for the fast path. An explicit step that cannot run (a CPU
+// tensor, a dim reduction) is an error, as are torch's dim errors.
+std::optional<Algorithm> ladder_step(const at::Tensor& self, at::OptionalIntArrayRef dim,
+                                     const std::optional<std::string>& algorithm);
 
 }  // namespace torch_reduce

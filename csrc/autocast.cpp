@@ -1,33 +1,49 @@
 // Autocast: the ops follow torch's own reductions under torch.autocast, so
 // that swapping torch.sum for torch_reduce.sum keeps a mixed-precision
-// model's dtypes.
+// model's dtypes. An op's ops object names its policy (AutocastPolicy); ops
+// without one have no AutocastCUDA kernel, so the key falls through.
 //
-// Under CUDA autocast torch.sum runs in float32: for a floating CUDA input
-// other than float64, and no dtype given, it sums with dtype=float32 (ATen's
-// fp32_set_opt_dtype policy), so a float16 loss summed over many elements
-// does not overflow to inf. torch_reduce.sum does the same. torch.mean,
-// amax and amin have no autocast policy, nor have these ops: the Autocast
-// keys fall through for them. CPU autocast leaves torch.sum alone too.
+// Float32IfNoDtype is ATen's fp32_set_opt_dtype policy (torch.sum's): for a
+// floating CUDA input other than float64, and no dtype given, the op runs
+// with dtype=float32, so a float16 loss summed over many elements does not
+// overflow to inf. CPU autocast leaves these ops alone, as it does torch's.
 #include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/library.h>
 
 #include "op_handles.h"
+#include "op_list.h"
 
 namespace torch_reduce {
 namespace {
 
-at::Tensor sum_autocast_cuda(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
-                             std::optional<at::ScalarType> dtype, std::optional<std::string> algorithm) {
-  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCUDA);
-  // ATen's own test of an input its CUDA policies apply to (floating, not float64).
-  if (!dtype.has_value() && at::autocast::is_eligible(self, c10::DeviceType::CUDA)) dtype = at::kFloat;
-  return sum_op().call(self, dim, keepdim, dtype, algorithm);
+template <typename Spec, typename Signature = typename Spec::Signature>
+struct Autocast;
+
+// Ops whose fourth argument is `dtype`, after (self, dim, keepdim).
+template <typename Spec, typename Dim, typename... Rest>
+struct Autocast<Spec, at::Tensor(const at::Tensor&, Dim, bool, std::optional<at::ScalarType>, Rest...)> {
+  static at::Tensor kernel(const at::Tensor& self, Dim dim, bool keepdim, std::optional<at::ScalarType> dtype,
+                           Rest... rest) {
+    c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCUDA);
+    // ATen's own test of an input its CUDA policies apply to (floating, not float64).
+    if (!dtype.has_value() && at::autocast::is_eligible(self, c10::DeviceType::CUDA)) dtype = at::kFloat;
+    return op_handle<Spec>().call(self, dim, keepdim, dtype, rest...);
+  }
+};
+
+template <typename Spec>
+void register_autocast(torch::Library& m) {
+  if constexpr (Spec::kAutocast == AutocastPolicy::Float32IfNoDtype) m.impl(Spec::kName, &Autocast<Spec>::kernel);
 }
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(torch_reduce, AutocastCUDA, m) { m.impl("sum", &sum_autocast_cuda); }
+TORCH_LIBRARY_IMPL(torch_reduce, AutocastCUDA, m) {
+#define TORCH_REDUCE_AUTOCAST(name, Spec, families) register_autocast<Spec>(m);
+  TORCH_REDUCE_FOR_EACH_OP(TORCH_REDUCE_AUTOCAST)
+#undef TORCH_REDUCE_AUTOCAST
+}
 
 }  // namespace torch_reduce

@@ -1,16 +1,15 @@
 // The one place where dtypes become C++ types.
 //
-// The front end (reduce_front_end.cpp) casts every input to a dtype that the
-// kernels are instantiated for, and picks the kernel's output dtype; here that
-// (input, output) pair of one ReduceKind becomes ReduceTypes<scalar_t, acc_t,
-// out_t>. Half and bfloat16 accumulate in float, integers and bool in int64.
+// The front end casts every input to a dtype that the kernels are
+// instantiated for and picks the kernel's output dtype (an op's dtypes()).
+// Here that (input, output) pair becomes ReduceTypes<scalar_t, acc_t, out_t>
+// through the op's dispatch_types(), which picks one of the type maps below,
+// and the op's ops object is made for acc_t.
 #pragma once
 
 #include <ATen/ATen.h>
 
 #include <type_traits>
-
-#include "ops.h"
 
 namespace torch_reduce {
 
@@ -21,18 +20,23 @@ struct ReduceTypes {
   using out_t = out_t_;
 };
 
-[[noreturn]] inline void no_kernel_for(ReduceKind kind, at::ScalarType in,
-                                       at::ScalarType out) {
-  TORCH_CHECK(false, "torch_reduce: internal error: no kernel for reduction ",
-              static_cast<int>(kind), " from ", in, " to ", out);
+// Input dtypes fall in two families, floating (float, double, half,
+// bfloat16) and integral (bool and the integers), which the CUDA kernels
+// compile in translation units of their own, so that they compile in
+// parallel.
+enum class TypeFamily { Floating, Integral };
+
+[[noreturn]] inline void no_kernel_for(const char* op, at::ScalarType in, at::ScalarType out) {
+  TORCH_CHECK(false, "torch_reduce: internal error: no ", op, " kernel from ", in, " to ", out);
 }
 
-// Sum and mean of floating types: output in the input type, or float for a
-// half/bfloat16 input whose caller asked for dtype=torch.float32; and half or
-// bfloat16 from float, the accumulator dtype that a half/bfloat16 reduction's
-// stages pass between them, for its last stage.
+// Floating inputs, accumulated in float (half, bfloat16) or their own type:
+// output in the input type, or float for a half/bfloat16 input whose caller
+// asked for dtype=torch.float32; and half or bfloat16 from float, the
+// accumulator dtype that a half/bfloat16 reduction's stages pass between
+// them, for its last stage.
 template <typename F>
-void dispatch_floating(at::ScalarType in, at::ScalarType out, F&& f) {
+void dispatch_floating(const char* op, at::ScalarType in, at::ScalarType out, F&& f) {
   using at::BFloat16;
   using at::Half;
   switch (in) {
@@ -49,13 +53,13 @@ void dispatch_floating(at::ScalarType in, at::ScalarType out, F&& f) {
       if (out == at::kFloat) return f(ReduceTypes<BFloat16, float, float>{});
       return f(ReduceTypes<BFloat16, float, BFloat16>{});
     default:
-      no_kernel_for(ReduceKind::Sum, in, out);
+      no_kernel_for(op, in, out);
   }
 }
 
-// Sum of integers and bool: int64 accumulator and output.
+// Integers and bool accumulated in int64, the output int64.
 template <typename F>
-void dispatch_integral_sum(at::ScalarType in, F&& f) {
+void dispatch_integral_accumulated(const char* op, at::ScalarType in, F&& f) {
   switch (in) {
     case at::kBool:
       return f(ReduceTypes<bool, int64_t, int64_t>{});
@@ -70,13 +74,14 @@ void dispatch_integral_sum(at::ScalarType in, F&& f) {
     case at::kLong:
       return f(ReduceTypes<int64_t, int64_t, int64_t>{});
     default:
-      no_kernel_for(ReduceKind::Sum, in, at::kLong);
+      no_kernel_for(op, in, at::kLong);
   }
 }
 
-// amax/amin: the output is the input type; half and bfloat16 compare in float.
+// Exact ops (an extremum): the output is the input type; half and bfloat16
+// compare in float.
 template <typename F>
-void dispatch_floating_extremum(at::ScalarType in, F&& f) {
+void dispatch_floating_exact(const char* op, at::ScalarType in, F&& f) {
   using at::BFloat16;
   using at::Half;
   switch (in) {
@@ -89,12 +94,12 @@ void dispatch_floating_extremum(at::ScalarType in, F&& f) {
     case at::kBFloat16:
       return f(ReduceTypes<BFloat16, float, BFloat16>{});
     default:
-      no_kernel_for(ReduceKind::Max, in, in);
+      no_kernel_for(op, in, in);
   }
 }
 
 template <typename F>
-void dispatch_integral_extremum(at::ScalarType in, F&& f) {
+void dispatch_integral_exact(const char* op, at::ScalarType in, F&& f) {
   switch (in) {
     case at::kBool:
       return f(ReduceTypes<bool, bool, bool>{});
@@ -109,69 +114,43 @@ void dispatch_integral_extremum(at::ScalarType in, F&& f) {
     case at::kLong:
       return f(ReduceTypes<int64_t, int64_t, int64_t>{});
     default:
-      no_kernel_for(ReduceKind::Max, in, in);
+      no_kernel_for(op, in, in);
   }
 }
 
-// Input dtypes fall in two families, floating (float, double, half,
-// bfloat16) and integral (bool and the integers), which the CUDA kernels
-// compile in translation units of their own, so that they compile in
-// parallel. mean has floating kernels only.
-enum class TypeFamily { Floating, Integral };
-
-// Calls f(std::integral_constant<TypeFamily, family>{}) for in's family.
-template <ReduceKind kind, typename F>
-void dispatch_family(at::ScalarType in, F&& f) {
-  if (at::isFloatingType(in)) return f(std::integral_constant<TypeFamily, TypeFamily::Floating>{});
-  if constexpr (kind != ReduceKind::Mean) {
-    return f(std::integral_constant<TypeFamily, TypeFamily::Integral>{});
-  } else {
-    no_kernel_for(kind, in, in);
-  }
+template <typename Spec>
+constexpr bool has_kernels_for(TypeFamily family) {
+  return family == TypeFamily::Floating || Spec::kIntegralKernels;
 }
 
-// Calls f(ReduceTypes<...>{}, op) with the ops object of `kind`, for an
+// Calls f(ReduceTypes<...>{}, op) with the ops object of op `Spec` for an
 // input of `family`; `count` is the number of elements reduced into each
-// output (for mean's factor).
-template <ReduceKind kind, TypeFamily family, typename F>
+// output (for a mean's factor).
+template <typename Spec, TypeFamily family, typename F>
 void dispatch_family_reduction(at::ScalarType in, at::ScalarType out, int64_t count, F&& f) {
-  auto with_op = [&](auto types) {
+  Spec::template dispatch_types<family>(in, out, [&](auto types) {
     using acc_t = typename decltype(types)::acc_t;
-    f(types, OpFor<kind, acc_t>::make(count));
-  };
-  constexpr bool kExtremum = kind == ReduceKind::Max || kind == ReduceKind::Min;
-  if constexpr (family == TypeFamily::Floating) {
-    if constexpr (kExtremum) return dispatch_floating_extremum(in, with_op);
-    else return dispatch_floating(in, out, with_op);
-  } else {
-    static_assert(kind != ReduceKind::Mean, "mean has floating kernels only");
-    if constexpr (kExtremum) return dispatch_integral_extremum(in, with_op);
-    else return dispatch_integral_sum(in, with_op);
-  }
-}
-
-// The same, for an input of any family.
-template <ReduceKind kind, typename F>
-void dispatch_reduction(at::ScalarType in, at::ScalarType out, int64_t count, F&& f) {
-  dispatch_family<kind>(in, [&](auto family) {
-    dispatch_family_reduction<kind, decltype(family)::value>(in, out, count, f);
+    f(types, Spec::template make_op<acc_t>(count));
   });
 }
 
-// Turns a run-time ReduceKind into a compile-time one: calls
-// f(std::integral_constant<ReduceKind, kind>{}).
-template <typename F>
-void dispatch_kind(ReduceKind kind, F&& f) {
-  switch (kind) {
-    case ReduceKind::Sum:
-      return f(std::integral_constant<ReduceKind, ReduceKind::Sum>{});
-    case ReduceKind::Mean:
-      return f(std::integral_constant<ReduceKind, ReduceKind::Mean>{});
-    case ReduceKind::Max:
-      return f(std::integral_constant<ReduceKind, ReduceKind::Max>{});
-    case ReduceKind::Min:
-      return f(std::integral_constant<ReduceKind, ReduceKind::Min>{});
+// Calls f(std::integral_constant<TypeFamily, family>{}) for in's family.
+template <typename Spec, typename F>
+void dispatch_family(at::ScalarType in, F&& f) {
+  if (at::isFloatingType(in)) return f(std::integral_constant<TypeFamily, TypeFamily::Floating>{});
+  if constexpr (Spec::kIntegralKernels) {
+    return f(std::integral_constant<TypeFamily, TypeFamily::Integral>{});
+  } else {
+    no_kernel_for(Spec::kName, in, in);
   }
+}
+
+// The same as dispatch_family_reduction, for an input of any family.
+template <typename Spec, typename F>
+void dispatch_reduction(at::ScalarType in, at::ScalarType out, int64_t count, F&& f) {
+  dispatch_family<Spec>(in, [&](auto family) {
+    dispatch_family_reduction<Spec, decltype(family)::value>(in, out, count, f);
+  });
 }
 
 }  // namespace torch_reduce

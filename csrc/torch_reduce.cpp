@@ -1,9 +1,11 @@
-// The op schemas of torch_reduce and the Python module that loads them.
-// Kernels are registered per backend (cpu/reduce_cpu.cpp, cuda/reduce_cuda.cu).
+// The op schemas of torch_reduce (one per op of the op list) and the Python
+// module that loads them. Kernels are registered per backend
+// (cpu/reduce_cpu.cpp, cuda/reduce_cuda.cu).
 #include <Python.h>
 #include <torch/library.h>
 
 #include "algorithm.h"
+#include "op_list.h"
 #include "python_fast_path.h"
 
 extern "C" {
@@ -30,15 +32,9 @@ bool built_with_cuda() {
 }
 
 TORCH_LIBRARY(torch_reduce, m) {
-  // Same arguments as torch.sum, plus the algorithm (see algorithm.h).
-  m.def(
-      "sum(Tensor self, int[1]? dim=None, bool keepdim=False, *, "
-      "ScalarType? dtype=None, str? algorithm=None) -> Tensor");
-  m.def(
-      "mean(Tensor self, int[1]? dim=None, bool keepdim=False, *, "
-      "ScalarType? dtype=None) -> Tensor");
-  m.def("amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor");
-  m.def("amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor");
+#define TORCH_REDUCE_DEFINE(name, Spec, families) m.def(Spec::kSchema);
+  TORCH_REDUCE_FOR_EACH_OP(TORCH_REDUCE_DEFINE)
+#undef TORCH_REDUCE_DEFINE
   m.def("algorithms() -> str[]", &algorithms);
   m.def("built_with_cuda() -> bool", &built_with_cuda);
 }

@@ -5,12 +5,17 @@
     torch_reduce.sum(x, dim=(0, 2), keepdim=True, dtype=torch.float32)
     torch_reduce.sum(x, algorithm="sequential_addressing")   # a step of the classic ladder (CUDA)
 
-The ops are also reachable as torch.ops.torch_reduce.{sum,mean,amax,amin}.
+The ops (torch_reduce.ops.OPS) are also reachable as torch.ops.torch_reduce.<name>.
 """
 from . import _library
 from ._build_info import BUILD as _BUILD
 from .selection import algorithms, get_default_algorithm, set_default_algorithm, use_algorithm
-from .ops import amax, amin, mean, sum
+from .ops import OPS as _OPS
+from .ops import WRAPPERS as _WRAPPERS
+from .ops import sum
+
+# One wrapper per op of the op list (csrc/op_list.h): torch_reduce.mean, .amax, ...
+globals().update(_WRAPPERS)
 
 BUILT_WITH_CUDA = _library.BUILT_WITH_CUDA
 
@@ -26,11 +31,7 @@ def build_info() -> dict:
     return dict(_BUILD, cuda_archs=list(_BUILD["cuda_archs"]))
 
 
-__all__ = [
-    "sum",
-    "mean",
-    "amax",
-    "amin",
+__all__ = list(_OPS) + [
     "algorithms",
     "use_algorithm",
     "get_default_algorithm",

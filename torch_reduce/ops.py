@@ -1,7 +1,13 @@
-"""The Python face of the ops: documented wrappers with torch's signatures, and
-the fake (meta) kernels that let them run under torch.compile."""
+"""The Python face of the ops: wrappers with torch's signatures, and the fake
+(meta) kernels that let them run under torch.compile.
+
+Every op of the C++ op list (csrc/op_list.h) gets both from its schema: a
+wrapper `torch_reduce.<name>` that tries the fast path first, and a fake
+kernel that asks torch's own reduction of the same name for the output's
+shape and dtype. `sum` is written out, for the ladder's `algorithm`."""
+import inspect
 import operator
-from typing import List, Optional, Sequence, Union
+from typing import Callable, Dict, List, Optional, Sequence, Union
 
 import torch
 
@@ -11,23 +17,7 @@ from . import selection as _selection
 
 DimArg = Union[None, int, Sequence[int]]
 
-# Looked up once: these wrappers are on the hot path of every call.
-_sum = torch.ops.torch_reduce.sum.default
-_mean = torch.ops.torch_reduce.mean.default
-_amax = torch.ops.torch_reduce.amax.default
-_amin = torch.ops.torch_reduce.amin.default
 _is_compiling = torch.compiler.is_compiling
-
-# The fast path (csrc/python_fast_path.cpp) takes the common call form,
-# op(tensor, dim, keepdim), straight into the dispatcher; it returns
-# NotImplemented for anything it does not take (a __torch_function__
-# subclass, an active torch function mode, other argument types), and the
-# torch.ops overload above handles those. torch.compile traces the torch.ops
-# path: it cannot see into a C function.
-_fast_sum = _C.sum
-_fast_mean = _C.mean
-_fast_amax = _C.amax
-_fast_amin = _C.amin
 
 
 def _dim_list(dim: DimArg) -> Optional[List[int]]:
@@ -50,6 +40,54 @@ def _dim_list(dim: DimArg) -> Optional[List[int]]:
 
 def _reduces_all(input: torch.Tensor, dims: Optional[List[int]]) -> bool:
     return dims is None or len(dims) == 0 or len({d % max(input.dim(), 1) for d in dims}) == max(input.dim(), 1)
+
+
+def _reference(name: str) -> Callable:
+    """torch's op of the same name: what the wrappers promise to behave like."""
+    return getattr(torch, name, None) or getattr(torch.linalg, name)
+
+
+def _op_names() -> List[str]:
+    """The ops of the op list (sorted): the fast path has one function per op."""
+    return [name for name in dir(_C) if not name.startswith("_") and hasattr(torch.ops.torch_reduce, name)]
+
+
+def _make_wrapper(name: str) -> Callable:
+    """torch_reduce.<name>(input, dim, keepdim, *, <the schema's other arguments>)."""
+    op = getattr(torch.ops.torch_reduce, name).default
+    fast = getattr(_C, name)
+    arguments = {a.name: a for a in op._schema.arguments}
+    dim_optional = isinstance(arguments["dim"].type, torch.OptionalType)
+    dim_default = None if dim_optional else ()
+    keepdim_positional = not arguments["keepdim"].kwarg_only
+    extra = [a for a in op._schema.arguments if a.name not in ("self", "dim", "keepdim")]
+
+    def wrapper(input: torch.Tensor, dim: DimArg = dim_default, keepdim: bool = False, **kwargs) -> torch.Tensor:
+        # The common form takes the fast path (csrc/python_fast_path.cpp); it
+        # returns NotImplemented for what it does not take (a
+        # __torch_function__ subclass, a torch function mode, other argument
+        # types), which the torch.ops overload handles. torch.compile traces
+        # the torch.ops path: it cannot see into a C function.
+        if not _is_compiling() and (not kwargs or all(v is None for v in kwargs.values())):
+            result = fast(input, dim, keepdim)
+            if result is not NotImplemented:
+                return result
+        dims = _dim_list(dim)
+        if dims is None and not dim_optional:
+            dims = []
+        if keepdim_positional:
+            return op(input, dims, keepdim, **kwargs)
+        return op(input, dims, keepdim=keepdim, **kwargs)
+
+    parameters = [
+        inspect.Parameter("input", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+        inspect.Parameter("dim", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=dim_default),
+        inspect.Parameter("keepdim", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=False),
+    ] + [inspect.Parameter(a.name, inspect.Parameter.KEYWORD_ONLY, default=a.default_value) for a in extra]
+    wrapper.__signature__ = inspect.Signature(parameters)
+    wrapper.__name__ = wrapper.__qualname__ = name
+    wrapper.__doc__ = f"Like torch.{name}{wrapper.__signature__}, computed by torch.ops.torch_reduce.{name}."
+    return wrapper
 
 
 def sum(
@@ -78,57 +116,32 @@ def sum(
     return _sum(input, dims, keepdim, dtype=dtype, algorithm=algorithm)
 
 
-def mean(input: torch.Tensor, dim: DimArg = None, keepdim: bool = False, *, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
-    """Like torch.mean(input, dim, keepdim, dtype=dtype)."""
-    if dtype is None and not _is_compiling():
-        result = _fast_mean(input, dim, keepdim)
-        if result is not NotImplemented:
-            return result
-    return _mean(input, _dim_list(dim), keepdim, dtype=dtype)
-
-
-def amax(input: torch.Tensor, dim: DimArg = (), keepdim: bool = False) -> torch.Tensor:
-    """Like torch.amax(input, dim, keepdim): NaN propagates."""
-    if not _is_compiling():
-        result = _fast_amax(input, dim, keepdim)
-        if result is not NotImplemented:
-            return result
-    return _amax(input, _dim_list(dim) or [], keepdim)
-
-
-def amin(input: torch.Tensor, dim: DimArg = (), keepdim: bool = False) -> torch.Tensor:
-    """Like torch.amin(input, dim, keepdim): NaN propagates."""
-    if not _is_compiling():
-        result = _fast_amin(input, dim, keepdim)
-        if result is not NotImplemented:
-            return result
-    return _amin(input, _dim_list(dim) or [], keepdim)
+# Looked up once: sum is on the hot path of every call.
+_sum = torch.ops.torch_reduce.sum.default
+_fast_sum = _C.sum
 
 
 # Fake kernels: the output is always a new contiguous tensor; torch's own
 # reductions on the fake input give its shape and dtype (and torch's errors).
-def _like(reference: torch.Tensor) -> torch.Tensor:
+def _like(reference):
+    if isinstance(reference, tuple):
+        return tuple(r.new_empty(r.shape) for r in reference)
     return reference.new_empty(reference.shape)
 
 
-@torch.library.register_fake("torch_reduce::sum")
-def _sum_fake(input, dim=None, keepdim=False, *, dtype=None, algorithm=None):
-    return _like(torch.sum(input, dim, keepdim, dtype=dtype))
+def _register_fake(name: str) -> None:
+    reference = _reference(name)
+
+    def fake(input, *args, algorithm=None, **kwargs):  # `algorithm` is the ladder's, not torch's
+        return _like(reference(input, *args, **kwargs))
+
+    torch.library.register_fake(f"torch_reduce::{name}")(fake)
 
 
-@torch.library.register_fake("torch_reduce::mean")
-def _mean_fake(input, dim=None, keepdim=False, *, dtype=None):
-    return _like(torch.mean(input, dim, keepdim, dtype=dtype))
-
-
-@torch.library.register_fake("torch_reduce::amax")
-def _amax_fake(input, dim=(), keepdim=False):
-    return _like(torch.amax(input, dim, keepdim))
-
-
-@torch.library.register_fake("torch_reduce::amin")
-def _amin_fake(input, dim=(), keepdim=False):
-    return _like(torch.amin(input, dim, keepdim))
+OPS: List[str] = _op_names()
+WRAPPERS: Dict[str, Callable] = {name: sum if name == "sum" else _make_wrapper(name) for name in OPS}
+for _name in OPS:
+    _register_fake(_name)
 
 # Autograd is registered in C++ (csrc/autograd.cpp): a Python autograd kernel
 # would be entered on every call, gradient or not.

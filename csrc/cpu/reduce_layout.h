@@ -1,6 +1,6 @@
-// The CPU kernels of torch_reduce: one template, reduce_layout<kind>, for
-// every reduction and dtype, instantiated once per kind in a translation unit
-// of its own (reduce_sum.cpp, ...), so that the four compile in parallel.
+// The CPU kernels of torch_reduce: one template, reduce_layout<Spec>, for
+// every op and dtype, instantiated once per op in a translation unit of its
+// own (build_support/kernel_units.py), so that the ops compile in parallel.
 //
 // Every output is reduced in an order that depends only on `layout.reduce`,
 // never on batch, inner or the number of threads (batch invariance). A row
@@ -27,8 +27,8 @@
 #include <immintrin.h>
 #endif
 
+#include "backend.h"
 #include "dispatch.h"
-#include "reduce_front_end.h"
 
 namespace torch_reduce {
 namespace cpu {
@@ -36,6 +36,7 @@ namespace cpu {
 // Accumulators take at most about kRun values in sequence (a lane within a
 // run, a column within a block of rows) before their results are combined
 // with others, which keeps float32 error close to that of pairwise summation.
+// What each tuned constant here trades, and its evidence: docs/TUNING.md.
 constexpr int64_t kRun = 64;
 // Inner rows: accumulators per row, 128 bytes of them (lane j folds elements
 // j, j + lanes, ...: several vectors' worth, to hide add latency), and
@@ -44,8 +45,8 @@ template <typename acc_t>
 constexpr int kLanes = 128 / sizeof(acc_t);
 constexpr int64_t kRowBlock = 16384;
 // How far ahead rows are prefetched: the hardware prefetcher alone leaves
-// memory bandwidth unused (by 10-20% on float, more where each element costs
-// more work, as half's conversion does).
+// memory bandwidth unused, more so where each element costs more work, as
+// half's conversion does.
 constexpr int64_t kPrefetchBytes = 4096;
 // Outer columns: reduced rows per block (each column is folded sequentially
 // within a block), and columns per unit of work (accumulators stay in L1).
@@ -102,7 +103,7 @@ inline float half_to_float(at::Half h) {
                          (bits_from_float(subnormal) & is_subnormal));
 }
 
-// An input element as the accumulator type (a static_cast, see ops.h).
+// An input element as the accumulator type (a static_cast, see ops/op_base.h).
 template <typename acc_t, typename scalar_t>
 acc_t widen(scalar_t x) {
   if constexpr (std::is_same_v<scalar_t, at::Half>) {
@@ -262,17 +263,12 @@ __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) inline void narrow_flo
 // or either is a NaN -- and an unordered compare keeps a NaN accumulator:
 // max_propagate_nan's (min_propagate_nan's) bits, where gcc's code for it
 // took two compares, a mask-or and a blend a vector, and the mask registers'
-// ports held the fold back. Dev A/B on two AVX-512 cores (the CI build of
-// 77946e7 against this, best of three alternating rounds; not committed),
-// us, before -> after (torch): float32 amax over dim 1 of (32768, 128)
-// 217 -> 149 (150), amin 201 -> 151 (149); amax of (4096, 1024) 121 -> 93
-// (97); amin of (2048, 2048) 105 -> 85 (99); float64 amax of (32768, 64)
-// 184 -> 137 (162); float32 amax of 2^20 elements 25.8 -> 23.5 (25.9).
-// The lane trees and AVX2 keep gcc's code; column tiles fold many rows at a
-// time (fold_extrema_rows_avx512). (The maskz forms, no element masked off,
-// are a plain vmax/vmin without _mm512_max_ps's undefined merge source, of
-// which gcc 12 warns. The masked form of vmax/vmin that keeps a NaN
-// accumulator in one instruction made float64 rows of 128 some 2x slower.)
+// ports held the fold back. The lane trees and AVX2 keep gcc's code; column
+// tiles fold many rows at a time (fold_extrema_rows_avx512). (The maskz
+// forms, no element masked off, are a plain vmax/vmin without
+// _mm512_max_ps's undefined merge source, of which gcc 12 warns. The masked
+// form of vmax/vmin that keeps a NaN accumulator in one instruction made
+// float64 rows much slower.)
 // The AVX-512 forms of float32 and float64 that the extrema folds below
 // take, so that one template of each fold serves both types. (merge: a's
 // lanes where `keep` is clear; all: no lane masked off, the maskz form.)
@@ -334,14 +330,9 @@ __attribute__((target("avx512f"))) inline void combine_extrema_avx512(T* lane, c
 // apart, top to bottom, to combine_extrema_avx512's bits. A lane that holds
 // a NaN is frozen by a mask instead of being restored after each vmax/vmin:
 // the mask's chain is one k-register and a row, where the restore's compare
-// of the accumulator put a compare's latency on each row's chain. Dev A/B on
-// two AVX-512 cores (the CI build of 1e490ff against this, best of seven,
-// two alternating rounds; not committed), us, gcc's compare and blend ->
-// combine_extrema_avx512 a row -> this: float32 amax over dim 0 of
-// (32768, 32) 57 -> 43 -> 35 (torch 47, sum 31); of (131072, 32) 229 ->
-// 166 -> 138; of (100000, 48) 244 -> 167 -> 151. Tried for fold_lanes'
-// rows too: rows of 128 gained (float32 amin of (32768, 128) 164-178 ->
-// 146), but long rows lost fold_vector's prefetch (2^20 elements 23 -> 28).
+// of the accumulator put a compare's latency on each row's chain. Tried for
+// fold_lanes' rows too: rows of 128 gained, but long rows lost fold_vector's
+// prefetch.
 template <bool kMax, int n, typename T>
 __attribute__((target("avx512f"))) inline void fold_extrema_rows_avx512(T* lane, const T* x, int64_t rows,
                                                                         int64_t stride) {
@@ -378,10 +369,9 @@ constexpr int kWidenVector =
 
 // out[0, n) = x[0, n) widened, n a multiple of kWidenVector. Half is
 // converted by F16C where the Isa has it: the portable half_to_float takes
-// some ten vector instructions an element where F16C takes one (float16 sum
-// of 2^20 elements on one AVX-512 core, dev builds, not committed: 162.5 us
-// before, 45.2 after, torch 53.7). bfloat16 by a zero extension and a shift,
-// spelled out for the column tiles (fold_columns).
+// some ten vector instructions an element where F16C takes one. bfloat16 by
+// a zero extension and a shift, spelled out for the column tiles
+// (fold_columns).
 template <VectorIsa isa, int n, typename acc_t, typename scalar_t>
 C10_ALWAYS_INLINE void widen_vector(const scalar_t* x, acc_t* out) {
   constexpr int step = kWidenVector<scalar_t, isa>;
@@ -430,12 +420,7 @@ C10_ALWAYS_INLINE void widen_part_of_vector(const scalar_t* x, int n, acc_t* out
 // accumulators go a vector at a time through F16C where the Isa has it
 // (narrow_floats_*): c10's portable conversion, which the rest take, is some
 // twenty instructions an element, and perf put it level with the fold
-// itself in a float16 column sum. Two AVX-512 cores, the CI build of
-// 769af86 against a dev build of this, two alternating rounds (not
-// committed), us, before -> after (torch): float16 sum over (1, 2) of
-// (2, 4, 17, 507) 5.18, 5.32 -> 4.03, 3.84 (4.27-4.43); over dim 0 of
-// (64, 65536) 134, 136 -> 89, 90 (127-142); over dim 1 of (4001, 40) 13.1,
-// 13.3 -> 11.6, 11.5 (16.8-17.2).
+// itself in a float16 column sum.
 template <typename out_t, typename acc_t, VectorIsa isa, typename Op>
 C10_ALWAYS_INLINE void store_results(IsaTag<isa>, const acc_t* acc, int64_t n, out_t* out, const Op& op) {
   int64_t i = 0;
@@ -459,8 +444,7 @@ C10_ALWAYS_INLINE void store_results(IsaTag<isa>, const acc_t* acc, int64_t n, o
 }
 
 // store_results from code compiled for no Isa: only half results take a
-// vectorised call (other results stored from inside one, float32 sums over
-// dim 1 of (32768, 32) took 5% longer).
+// vectorised call (other results stored from inside one were slower).
 template <typename out_t, typename acc_t, typename Op>
 void store_results(const acc_t* acc, int64_t n, out_t* out, const Op& op) {
   if constexpr (std::is_same_v<out_t, at::Half> && std::is_same_v<acc_t, float>) {
@@ -481,11 +465,7 @@ void combine_halves(acc_t* lane, const Op& op) {
 
 // amax and amin, whose combine is a compare and a select.
 template <typename Op>
-constexpr bool kSelects = false;
-template <typename acc_t>
-constexpr bool kSelects<MaxOp<acc_t>> = true;
-template <typename acc_t>
-constexpr bool kSelects<MinOp<acc_t>> = true;
+constexpr bool kSelects = Op::kCombine == Combine::Max || Op::kCombine == Combine::Min;
 
 // Where amax and amin fold a vector with combine_extrema_avx512: float32
 // and float64 inputs, on AVX-512.
@@ -497,15 +477,10 @@ constexpr bool kVectorExtrema = kSelects<Op> && std::is_same_v<scalar_t, acc_t> 
 // padded with the identity, for amax and amin (one by one, their selects
 // were branches, which random data mispredicts) and for float16 and
 // bfloat16 (one by one, a chain of dependent adds after the lanes' tree,
-// and half's portable conversion an element). One AVX-512 core, dev builds,
-// not committed, us, one by one -> one vector (torch): float16 sum over
-// dim 1 of (200, 350) 20.9 -> 7.6 (9.9), of (4001, 40) 127 -> 59 (55);
-// bfloat16 of (200, 350) 10.9 -> 8.2 (8.1), of (4001, 40) 54.7 -> 43.7
-// (44.4); float16 amax of (4001, 40) 97.5 -> 70.0. Other sums keep the
-// tail one by one: as one vector, float64 sums were up to 2x slower, even
-// of rows with no tail (200 x 384: 8.9 -> 18.3), and float32 moved both
-// ways. The rule depends on the types only, never on the ISA: every path
-// gives the same bits.
+// and half's portable conversion an element). Other sums keep the tail one
+// by one: as one vector, float64 sums were slower, even of rows with no
+// tail, and float32 moved both ways. The rule depends on the types only,
+// never on the ISA: every path gives the same bits.
 template <typename scalar_t, typename Op>
 constexpr bool kVectorTail = kSelects<Op> || std::is_same_v<scalar_t, at::Half> || std::is_same_v<scalar_t, at::BFloat16>;
 
@@ -524,23 +499,21 @@ acc_t fold_lanes(Isa, const scalar_t* __restrict x, int64_t n, const Op& op) {
     prefetch(reinterpret_cast<const char*>(v) + kPrefetchBytes);
     if constexpr (std::is_same_v<scalar_t, at::Half>) {
       // Half widened first, folded after: in one loop gcc 12 vectorised
-      // neither the conversion nor amax/amin's select (float16 amax of 69446
-      // elements, AVX2: 157 us, scalar, against 8.4 for float32). The other
-      // types keep one loop: split, float32 amax took 37 us, int32 66.
+      // neither the conversion nor amax/amin's select (scalar code, many
+      // times slower than float32's). The other types keep one loop: split,
+      // float32 and int32 amax were slower.
       acc_t wide[lanes];
       widen_vector<Isa::value, lanes>(v, wide);
       for (int j = 0; j < lanes; ++j) lane[j] = op.combine(lane[j], wide[j]);
 #ifdef TORCH_REDUCE_X86_ISAS
     } else if constexpr (kVectorExtrema<scalar_t, acc_t, Op, Isa::value>) {
-      combine_extrema_avx512<std::is_same_v<Op, MaxOp<acc_t>>, lanes>(lane, v);
+      combine_extrema_avx512<Op::kCombine == Combine::Max, lanes>(lane, v);
 #endif
     } else if constexpr (std::is_same_v<acc_t, double> && kSelects<Op>) {
       // Not unrolled: unrolled in full, float64 amax/amin's 16 lanes were
-      // not vectorised (gcc 12 -O3: scalar compares and branches). As a
-      // loop, 76704 elements took 15.6 us on one AVX-512 core (25.0 before;
-      // AVX2 21.3, 25.3 before). Left to the unroller, the other folds
-      // vectorise as they are; as loops, float64 sums lost 2.3x on AVX2 and
-      // bool sums 2.3x on AVX-512.
+      // not vectorised (gcc 12 -O3: scalar compares and branches). Left to
+      // the unroller, the other folds vectorise as they are; as loops,
+      // float64 sums (AVX2) and bool sums (AVX-512) were slower.
 #pragma GCC unroll 1
       for (int j = 0; j < lanes; ++j) lane[j] = op.combine(lane[j], widen<acc_t>(v[j]));
     } else {
@@ -587,13 +560,12 @@ acc_t fold_lanes(Isa, const scalar_t* __restrict x, int64_t n, const Op& op) {
 
 // fold_lanes with one set of lanes, but two for amax and amin over rows of
 // eight vectors or more: a compare, a mask and a select take longer than an
-// add, and one set's chains left the loop waiting on them. Their result does
-// not depend on the order (but for which of -0 and +0 is returned). Shorter
-// rows gain nothing from it and pay for the second set's combine; and both
-// kinds of loop in one function kept the lanes on the stack, not in
-// registers, between them (float32 amin over rows of 93: 20% slower). Dev
-// builds, not committed, float32 amax of 2^20 elements on one AVX-512 core:
-// 90.2 us with one set, 74.0 with two, 78.8 with four (torch 45).
+// add, and one set's chains left the loop waiting on them (four sets were
+// slower than two). Their result does not depend on the order (but for
+// which of -0 and +0 is returned). Shorter rows gain nothing from it and pay
+// for the second set's combine; and both kinds of loop in one function kept
+// the lanes on the stack, not in registers, between them, which slowed
+// rows of either kind.
 template <typename scalar_t, typename acc_t, typename Isa, typename Op>
 acc_t fold_run(Isa isa, const scalar_t* __restrict x, int64_t n, const Op& op) {
   if constexpr (kSelects<Op>) {
@@ -603,9 +575,8 @@ acc_t fold_run(Isa isa, const scalar_t* __restrict x, int64_t n, const Op& op) {
 }
 
 // Elements of one run of fold_contiguous: kRun * lanes, but a whole block
-// for amax and amin, exact in any order: the runs' set-up and lane trees
-// cost float32 amax of 2^20 elements 74.0 -> 68.8 us on one core (dev
-// builds, not committed).
+// for amax and amin, exact in any order: their runs' set-up and lane trees
+// cost time and buy no accuracy.
 template <typename acc_t, typename Op>
 constexpr int64_t kFoldRun = kSelects<Op> ? kRowBlock : kRun * kLanes<acc_t>;
 
@@ -639,7 +610,7 @@ C10_ALWAYS_INLINE void fold_column_tile(const scalar_t* x, int64_t rows, int64_t
   for (int j = 0; j < kTile; ++j) column[j] = op.identity();
   if constexpr (kVectorExtrema<scalar_t, acc_t, Op, isa>) {
 #ifdef TORCH_REDUCE_X86_ISAS
-    fold_extrema_rows_avx512<std::is_same_v<Op, MaxOp<acc_t>>, kTile>(column, x, rows, row_stride);
+    fold_extrema_rows_avx512<Op::kCombine == Combine::Max, kTile>(column, x, rows, row_stride);
 #endif
   } else {
     for (int64_t r = 0; r < rows; ++r) {
@@ -651,18 +622,9 @@ C10_ALWAYS_INLINE void fold_column_tile(const scalar_t* x, int64_t rows, int64_t
       }
       if constexpr (kSelects<Op> && kTile == kWidenVector<scalar_t, isa>) {
         // A tile of one vector folds amax's and amin's select in a loop, not
-        // unrolled: unrolled, gcc 12 did not vectorise it (two AVX-512 cores,
-        // dev builds, not committed, us, two runs each, unrolled -> loop:
-        // float16 amax over dim 0 of (4000, 24) 39.7, 38.1 -> 13.1, 15.7,
-        // over dim 1 of (64, 300, 40) 242, 288 -> 76, 80; bfloat16, from
-        // fold_column_loop: amin over dim 0 of (1000, 13) 10.3, 8.8 -> 4.5,
-        // 4.7, amax of (4000, 24) 20.1, 27.5 -> 13.3, 14.7). Tiles of four
+        // unrolled: unrolled, gcc 12 did not vectorise it. Tiles of four
         // vectors stay unrolled, which gcc does vectorise: as loops they were
-        // slower (the same machine, loop -> unrolled: float16 amax over (0, 1)
-        // of (4, 40, 1024) 25.2, 19.4 -> 14.4, 14.6, over dim 0 of
-        // (1000, 507) 36.1, 35.8 -> 28.9, 27.6; bfloat16 amax of (1000, 507)
-        // 36.1, 35.4 -> 26.4, 25.9; float16 amin of (2000, 256) 33.5, 33.0 ->
-        // 22.4, 22.9). Sums vectorise either way.
+        // slower. Sums vectorise either way.
 #pragma GCC unroll 1
         for (int j = 0; j < kTile; ++j) column[j] = op.combine(column[j], wide[j]);
       } else {
@@ -708,15 +670,7 @@ C10_ALWAYS_INLINE void fold_column_loop(const scalar_t* x, int64_t rows, int64_t
 // folded down all the rows in registers: the compiler vectorises these
 // explicit conversions in a loop of fixed length, as in fold_run, but not in
 // fold_column_loop, one conversion an element (half), or its columns past
-// the last whole vector (bfloat16). Two AVX-512 cores, dev A/Bs, not
-// committed, us, before -> after (torch): against tiles of four vectors
-// alone (the rest one by one), float16 sum over dim 0 of (4000, 24) 53.3 ->
-// 7.9 (9.0), of (1000, 507) 38.0 -> 18.0 (25.7); mean over dim 1 of
-// (64, 300, 40) 277 -> 49 (72); bfloat16, against fold_column_loop (two runs
-// each, a busy machine), sum over dim 0 of (4000, 24) 17.6, 18.3 -> 8.8, 9.9
-// (10.0, 9.1), of (1000, 13) 11.1, 8.3 -> 3.4, 3.5 (5.3, 5.4), of (300, 93)
-// 7.6, 6.1 -> 3.8, 3.7 (4.7, 4.4), mean over dim 1 of (64, 300, 40) 79.7,
-// 69.3 -> 44.5, 51.1 (101, 124). The same bits.
+// the last whole vector (bfloat16). The same bits.
 //
 // So do float32 and float64 amax and amin on AVX-512 (kVectorExtrema) in
 // blocks of up to four whole vectors of columns, the rest in
@@ -729,8 +683,7 @@ void fold_columns(Isa, const scalar_t* x, int64_t rows, int64_t row_stride, int6
     // Blocks of up to four whole vectors of columns, as one tile: their few
     // chains of max (min) down the rows left fold_column_loop waiting on
     // each row. Wider blocks keep the loop, which streams four rows at a time:
-    // as tiles down their rows, float32 amax over dim 0 of (8, 524288) took
-    // 146 -> 270 us, of (64, 65536) 146 -> 160 (dev A/B, not committed).
+    // as tiles down their rows, they were slower.
     constexpr int step = 64 / sizeof(acc_t);
     switch (width <= 4 * step ? width / step : 0) {
       case 4:
@@ -798,9 +751,8 @@ void fold_narrow_column_blocks(const scalar_t* x, int64_t row_stride, int64_t wi
 // 2 to 7 blocks, which columns of 128 to 511 rows make, gain from it too).
 // Half and bfloat16 only in groups of kSideBySide: their conversion is one
 // element at a time here, and fold_columns' tiles convert a vector an
-// instruction (in groups of 2, bfloat16 sums over dim 1 of (200, 130, 8)
-// took 1.5x as long). Integer amax and amin not in groups of 2 (int32 amax
-// over dim 1 of (200, 130, 8): 1.4x as long).
+// instruction (in groups of 2 they were slower). Integer amax and amin not
+// in groups of 2 either (slower there too).
 // Returns how many blocks it folded.
 template <typename scalar_t, typename acc_t, typename Op>
 int64_t fold_narrow_blocks_side_by_side(const scalar_t* x, int64_t row_stride, int64_t width, int64_t whole,
@@ -904,8 +856,8 @@ void reduce_blocks(int64_t units, int64_t blocks, int64_t width,
   // takes a contiguous range of tasks, of at least GRAIN_SIZE elements: the
   // grain bounds the threads, not the spans, which stay fine enough to split
   // the blocks evenly. With spans of at least GRAIN_SIZE elements, two
-  // threads took blocks 0-3 and 4-5 of a float64 sum of 84132 elements
-  // (9.1-9.6 us; 7.9-8.2 now, torch 7.7: two dev builds, not committed).
+  // threads split the six blocks of a float64 sum of 84132 elements four and
+  // two.
   const int64_t tasks_per_unit = ceil_div(4 * at::get_num_threads(), units);
   const int64_t grain_blocks = ceil_div(at::internal::GRAIN_SIZE, block_work);
   int64_t span = blocks;
@@ -960,30 +912,19 @@ constexpr int kShortRowLengths = 8;
 
 // Rows of a run-time length go kRowsTogether at a time, each still folded
 // in sequence: one row is a chain of dependent combines, which alone left
-// the core waiting on each one's latency (float32 amin over 4001 rows of 24,
-// two threads: 85.7 -> 19.7 us, torch 66.7; dev builds, not committed).
+// the core waiting on each one's latency.
 // Half is widened a row at a time first where F16C can (widen_vector, eight
 // elements an instruction; the row is shorter than the lanes). bfloat16 is
-// not: so widened, its sums over dim 1 moved both ways (two AVX-512 cores,
-// dev builds, us: (4001, 24) 23.1 -> 17.5, (2000, 7) 8.3 -> 10.5).
+// not: so widened, its sums over dim 1 moved both ways.
 constexpr int kRowsTogether = 8;
 
 // Back-to-back rows of a compile-time length are folded with their stride a
 // constant too: the compiler then reads their elements as interleaved vectors
 // (permutes), a vector of rows at a time, where it built each vector an
 // element at a time. gcc 12 does so well for lengths of 3 and powers of two;
-// for 5, 6 and 7 its permutes were slower than the element-wise loads (a dev
-// build that read every length so: float32 amax over rows of 7, 251-294 ->
-// 412-440 us; float16, whose portable conversion it vectorised too, up to 10x
-// slower), so those keep them. Dev A/B on two AVX-512 cores (a build of
-// 203a46c against this, two alternating rounds; not committed), us, before
-// -> after (torch), sums and amax over dim 1 of 300000 rows: float32 sums of
-// 2 84-85 -> 29-30 (1089-1211), of 8 229-237 -> 93-107 (1046-1069);
-// bfloat16 sums of 4 292-301 -> 56-60 (1813-1884), amax of 8 728-980 ->
-// 181-184 (2168-2373); float16 sums of 8 517-528 -> 184-186 (1961-2011);
-// float64 amax of 4 333-336 -> 154-155 (778-816); int32 sums of 8 310-312
-// -> 140-142 (1270-1419); uint8 amax of 8 327-339 -> 56-58 (762-999). Rows
-// of 5 to 7 and of a stride of their own are level.
+// for 5, 6 and 7 its permutes were slower than the element-wise loads (much
+// slower for float16, whose portable conversion it vectorised too), so
+// those keep them.
 constexpr bool reads_interleaved_rows(int length) { return length == 3 || (length & (length - 1)) == 0; }
 
 // A row of `length` elements folded in sequence from the identity.
@@ -1036,11 +977,8 @@ void fold_short_rows(Isa isa, const scalar_t* data, int64_t stride, int64_t leng
     if (stride == kLength) {
       if constexpr (std::is_same_v<scalar_t, at::Half> && kWidenVector<scalar_t, Isa::value> > 1) {
         // Half is widened by F16C a block of rows at a time, folded as
-        // floats, and the results narrowed by F16C too (store_results).
-        // Dev builds, float16 sums over 300000 rows, us: of 2, 87-92 with the
-        // portable half_to_float, 50-54 widened by F16C (two alternating
-        // rounds), 43-48 -> 31-35 with the results by F16C too (three); of
-        // 8, 248-259, 188-194, 183-256 -> 143-175.
+        // floats, and the results narrowed by F16C too (store_results): a
+        // vector an instruction each way, not an element at a time.
         constexpr int kBlockRows = 64;
         for (; row + kBlockRows <= end; row += kBlockRows) {
           acc_t wide[kBlockRows * kLength];
@@ -1089,18 +1027,9 @@ void reduce_short_rows(const scalar_t* data, const ReduceLayout& layout, out_t* 
 // each row's tree. Each row takes the operations it takes alone, so its bits
 // do not depend on the rows around it (batch invariance). Written as a loop
 // over rows inside the call instead, gcc 12 folded the lanes of the trees
-// one by one (float32 sums of rows of 32 1.8x slower). Dev A/B on two
-// AVX-512 cores (builds of 5d9a80e and of this, run in turn, best of three
-// rounds; not committed), us, before -> after (torch): float32 sums over
-// dim 1 of (32768, 32) 93 -> 40 (61), of (32768, 128) 131 -> 114 (94);
-// bfloat16 of (32768, 32) 105 -> 50 (84); float16 of (32768, 40) 167 -> 92
-// (121); float64 of (32768, 64) 138 -> 114 (89); int32 amax of (32768, 100)
-// 176 -> 134 (68); float32 amax of (32768, 128) 212 -> 215 (150). Rows of
-// 4 KiB or more, one a call (best of six rounds): float32 amax of (4096,
-// 1024) 127 -> 124 (100), float64 sum of (1000, 3000) 164 -> 132 (133). In
-// groups of eight, rows of 4 KiB lost (float32 amax of (4096, 1024) 1.10x
-// in an earlier build); groups of two gained about half as much as groups
-// of eight on rows of 32 to 40 elements.
+// one by one. Longer rows go one a call: in groups of eight, rows of 4 KiB
+// lost; groups of two gained about half as much as groups of eight on rows
+// of 32 to 40 elements.
 constexpr int kRowsPerCall = 8;
 constexpr int64_t kGroupedRowBytes = 1024;
 
@@ -1202,10 +1131,10 @@ void reduce_columns(const scalar_t* data, const ReduceLayout& layout,
       });
 }
 
-template <ReduceKind kind>
+template <typename Spec>
 void reduce_layout(const at::Tensor& input, const ReduceLayout& layout,
                    at::Tensor& out) {
-  dispatch_reduction<kind>(
+  dispatch_reduction<Spec>(
       input.scalar_type(), out.scalar_type(), layout.reduce,
       [&](auto types, auto op) {
         using T = decltype(types);

@@ -6,8 +6,8 @@
 // the order the copy they replace was folded in.
 #pragma once
 
+#include "capabilities.cuh"
 #include "primitives.cuh"
-#include "reduce_front_end.h"
 #include "strided_index.cuh"
 
 namespace torch_reduce {
@@ -23,7 +23,6 @@ struct RowGather {
 };
 
 static_assert(kMaxRuns <= kMaxStridedDims, "a Gather layout's runs fit a StridedIndex");
-static_assert(kVectorBytes == kKernelVectorBytes, "the front end plans items of the kernels' loads");
 
 // The runs [first, last) of `runs` as an index.
 inline StridedIndex strided_index(const Runs& runs, int first, int last) {
@@ -62,17 +61,12 @@ __device__ __forceinline__ GatheredElement gathered_element(uint32_t r, const Ro
 // only where the item reaches it; each element's place is then a select and
 // a multiply-add, apart from the others', so that the loads wait on a few
 // integer operations rather than on a chain of kWidth steps (the chain, with
-// a segment's place inlined at every step, took the split kernel's bfloat16
-// instantiation to 4800 instructions, sm_90 SASS). Shorter runs step along
+// a segment's place inlined at every step, made the split kernel's bfloat16
+// instantiation several times longer, sm_90 SASS). Shorter runs step along
 // the innermost run and divide again at each segment they cross, and so do
 // items of two elements (float64): there the select and the next segment's
-// start cost more than the one step they replace (sm_90 SASS, float64 sums:
-// the gathered split kernel 1536 -> 1336 instructions, the row kernel of
-// eight loads 1936 -> 1552). H100, one build, the select for float64 too ->
-// stepping, us: the sweep's float64 sum of a (1, 24, 29, 5) slice
-// 3.71 -> 3.55, mean of a (2, 149, 244, 14) slice 5.65 -> 5.48; sums over
-// dims (0, 2) of 2^22 elements as (16, n, 40) 24.96 -> 23.32, as (4, n, 3)
-// 20.62 -> 19.84.
+// start cost more than the one step they replace (more instructions, sm_90
+// SASS, and slower).
 template <int kWidth>
 __device__ __forceinline__ void place_item(uint32_t first, const RowGather& gather, uint32_t (&offset)[kWidth]) {
   const uint32_t n0 = gather.inner.sizes[0];

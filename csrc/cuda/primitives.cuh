@@ -1,5 +1,5 @@
 // Building blocks shared by the fast kernels: 16-byte vector loads, warp and
-// block reductions over any ops object (see ops.h).
+// block reductions over any ops object (csrc/ops/op_base.h).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -9,7 +9,7 @@
 
 #include <c10/util/BFloat16.h>
 
-#include "ops.h"
+#include "ops/op_base.h"
 
 namespace torch_reduce {
 namespace cuda {
@@ -40,9 +40,8 @@ __device__ __forceinline__ Vector<T, N> load_vector(const T* p) {
 // 16-byte vector, else a plain load): for an input larger than the L2 that
 // a kernel streams once, so that it does not push out what the kernel
 // writes (see evict_first_input). Kernels take it as a template flag: as a
-// run-time policy, the normal loads' kernels lost registers and speed
-// (bfloat16 column_short_kernel<1> 48 -> 80 registers, ptxas sm_90; H100,
-// bfloat16 3 x 5000000 over dim 0 13.3 -> 16.0 us).
+// run-time policy, the normal loads' kernels took more registers (ptxas
+// sm_90) and time.
 template <typename T, int N>
 __device__ __forceinline__ Vector<T, N> load_vector_evict_first(const T* p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -77,7 +76,7 @@ __device__ __forceinline__ Vector<T, N> load_input(const T* p) {
 // later select: a fold of a loaded vector kept out of a branch keeps its load
 // out of it too. ptxas sees no asm, so the loaded words' keep_loaded alone did
 // not stop it moving row_reduce_kernel's second bfloat16 load below the first
-// one's fold: a second round trip to memory (sm_90 SASS of 4b656db).
+// one's fold: a second round trip to memory (sm_90 SASS).
 // One-byte values (bool) are left alone.
 template <typename T>
 __device__ __forceinline__ void keep_computed(T& v) {
@@ -119,16 +118,11 @@ __device__ __forceinline__ void store_vector(T* p, const Vector<T, N>& v) {
 // becomes a float straight from the 32-bit word that holds it (the low one
 // shifted up, the high one masked): the bits of the conversion, which
 // otherwise first moves each high half into a 16-bit register of its own (a
-// PRMT a word, sm_90 SASS: 37 of the 300 instructions of a round of eight
-// 16-byte loads in column_tile_kernel, whose bfloat16 pass over dim 0 of
-// 4096 x 4096 ncu finds issue-bound: 8 warps an SM, each issuing every 4.5
-// cycles). H200, bench_dims.py, main against this build (one build each, two
-// runs each, torch's own ratio 1.00), us, over dim 0: bfloat16 sum of 4096 x
-// 4096 8.18 -> 6.78, 7840000 x 4 23.2 -> 20.8, 16384 x 16384 124.8 -> 120.7,
-// 3 x 5000000 7.48 -> 7.21; other dtypes' kernels unchanged. Slower: 32 x
-// 1048576 (column_short_kernel, chunks of 32 rows), sum 18.1 -> 18.6, amax
-// 17.8 -> 19.3, where the kernel fell from 97 to 68 registers and so runs
-// three blocks an SM rather than two (why that is slower: not known).
+// PRMT a word, sm_90 SASS), a good share of the instructions of
+// column_tile_kernel's rounds, which ncu finds issue-bound for bfloat16. It
+// costs column_short_kernel's chunks of 32 rows a little: with fewer
+// registers that kernel runs three blocks an SM rather than two, and why that
+// is slower is not known.
 template <typename acc_t, typename T, int N>
 __device__ __forceinline__ acc_t vector_element(const Vector<T, N>& v, int i) {
   if constexpr (std::is_same_v<T, c10::BFloat16> && std::is_same_v<acc_t, float> && N % 2 == 0) {
@@ -166,7 +160,8 @@ __device__ __forceinline__ int32_t narrow_vector_sum(const Vector<T>& v) {
 // are exact in any order, so narrow integers are added up first.
 template <typename acc_t, typename T, typename Op>
 __device__ __forceinline__ acc_t fold_vector(acc_t acc, const Vector<T>& v, const Op& op) {
-  if constexpr (std::is_same_v<Op, SumOp<int64_t>> && std::is_integral_v<T> && sizeof(T) <= 2) {
+  if constexpr (Op::kCombine == Combine::Add && std::is_same_v<acc_t, int64_t> && std::is_integral_v<T> &&
+                sizeof(T) <= 2) {
     return op.combine(acc, static_cast<acc_t>(narrow_vector_sum(v)));
   } else {
 #pragma unroll
@@ -189,9 +184,7 @@ __device__ __forceinline__ acc_t fold_elements(const T* x, int64_t count, const 
 // 16-byte aligned. load_elements issues every load at once (each under its
 // predicate, at an offset from one address), and fold_elements folds the
 // item later, in index order, as for a vector. Folded in a loop that loads
-// as it goes, a lane waited for each load in turn: row_reduce_kernel took
-// 3.6 us for 30 rows of 11 bfloat16 and 11.8 us for 474 rows of 1505
-// float64 (H100, torch.profiler kernel times of a dev script, not committed).
+// as it goes, a lane waited for each load in turn.
 template <typename T>
 struct Elements {
   T value[vector_width<T>()];

@@ -7,8 +7,8 @@
 //   rows read through strides     -> staged_rows_kernel (small inputs), or
 //                                    the row kernels' gathered instantiations
 //   columns read through strides  -> column_short_kernel's indexed kernels
-// Included by one translation unit per ReduceKind and TypeFamily
-// (reduce_<kind>_<family>.cu).
+// Included by one translation unit per op and TypeFamily, generated from the
+// op list (build_support/kernel_units.py).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -17,11 +17,11 @@
 
 #include <optional>
 
+#include "capabilities.cuh"
 #include "dispatch.h"
 #include "gathered_rows.cuh"
 #include "launch_config.cuh"
 #include "output.cuh"
-#include "reduce_front_end.h"
 #include "workspace.h"
 
 namespace torch_reduce {
@@ -106,8 +106,7 @@ void launch_rows(const scalar_t* data, const ReduceLayout& layout, const Output<
   const int items_per_lane = static_cast<int>(ceil_div(items, group));
   // 1 for rows too long to read several a lane. Short rows read one a pass
   // (few rows) take the one-row kernels too: the same order
-  // (row_reduce_kernel), half the loads a lane. H100 sweep, bfloat16 sum of
-  // 1376 rows of 13: 2.86 -> 2.11 us (torch 2.08).
+  // (row_reduce_kernel), half the loads a lane.
   const int rows_per_pass = short_rows_per_pass(layout.batch, group, items_per_lane);
   const bool several_rows = rows_per_pass > 1;
   RowArgs<scalar_t, out_t> args{data, layout.batch, layout.reduce, layout.batch_stride, group, items_per_lane,
@@ -421,12 +420,7 @@ std::optional<at::Tensor> launch_flat_columns(const in_t* data, const ReduceLayo
                                      : resident_blocks<column_flat_kernel<false, in_t, acc_t, out_t, Op>>(kColumnThreads);
     // One wave of resident blocks, each taking step after step: a block's
     // loads for the next step are in flight while it combines one (with a
-    // block per step, none were). H100 A/B of one build, a dev hook (not
-    // committed), sum over dim 0 unless said, us, a block per step -> one
-    // wave (torch): bfloat16 852600 x 49 39.6 -> 35.3 (48.1), 2000000 x 33
-    // 58.7 -> 51.3 (93.4), 4000000 x 3 14.3 -> 12.7 (14.9); float32 2000000
-    // x 5 18.4 -> 16.1 (17.0); float16 amin of a (130, 10053, 14) slice 22.6
-    // -> 20.1 (43.4); float32 4000000 x 3 24.0 -> 24.5 (25.0).
+    // block per step, none were). See docs/TUNING.md.
     const auto grid = static_cast<unsigned int>(std::min<int64_t>(
         ceil_div(layout.batch * chunks, per_block),
         static_cast<int64_t>(sm_count()) * resident));
@@ -434,8 +428,6 @@ std::optional<at::Tensor> launch_flat_columns(const in_t* data, const ReduceLayo
     return partials;
   }
 }
-
-static_assert(kColumnChunkRows == kFoldLength, "the front end's column chunk is the kernels'");
 
 template <typename scalar_t, typename acc_t, typename out_t, typename Op>
 void launch_columns(const scalar_t* data, const ReduceLayout& layout, const Output<out_t>& out, const Op& op,
@@ -479,13 +471,8 @@ void launch_layout_reduction(const at::Tensor& input, const ReduceLayout& layout
 // Permuted outputs (output.cuh) of up to this many elements are written in
 // place; larger ones are written dense and copied. Stores through a
 // permutation land a sector each where a dense output's are coalesced, and
-// for large outputs that costs more than the copy's kernel saved. H100, a
-// dev probe (not committed) on a build that wrote every size in place, n
-// outputs of a permuted view of a contiguous (n / m, m, 8) tensor reduced
-// over its last dim, m = 16 or n / 16, in place against dense and copied,
-// float32 us: n = 4096 2.5 against 4.0; 65536 3.0-3.4 against 4.7; 262144
-// 4.9-5.9 against 6.0-5.8; bfloat16 262144 5.8-6.3 against 6.0-5.8, 1048576
-// 13-14 against 9.8. Columns of 8 rows were alike.
+// for large outputs that costs more than the copy's kernel saves. See
+// docs/TUNING.md.
 constexpr int64_t kPermutedOutputMaxElements = 1 << 16;
 
 // Where the kernels write `out` (of the dims of the tensor they reduce, size
@@ -527,15 +514,14 @@ inline std::optional<StridedIndex> output_index(const at::Tensor& out, const Red
   return index;
 }
 
-// The LayoutKernel body of one ReduceKind, for inputs of one TypeFamily;
-// each reduce_<kind>_<family>.cu instantiates its own, so that they compile
-// in parallel.
-template <ReduceKind kind, TypeFamily family>
+// The LayoutKernel body of op `Spec`, for inputs of one TypeFamily; each
+// generated unit instantiates its own, so that they compile in parallel.
+template <typename Spec, TypeFamily family>
 void reduce_layout(const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out) {
   const std::optional<StridedIndex> index = output_index(out, layout, input.element_size());
   if (!index)
-    return reduce_through_dense(out, [&](at::Tensor& dense) { reduce_layout<kind, family>(input, layout, dense); });
-  dispatch_family_reduction<kind, family>(input.scalar_type(), out.scalar_type(), layout.reduce, [&](auto types, auto op) {
+    return reduce_through_dense(out, [&](at::Tensor& dense) { reduce_layout<Spec, family>(input, layout, dense); });
+  dispatch_family_reduction<Spec, family>(input.scalar_type(), out.scalar_type(), layout.reduce, [&](auto types, auto op) {
     using T = decltype(types);
     using out_t = typename T::out_t;
     const Output<out_t> output{reinterpret_cast<out_t*>(out.data_ptr()), *index};

@@ -4,7 +4,7 @@
 // through the layout's strides, then folds them there. Small inputs took a
 // copy of the input and a row kernel (two launches, where torch takes one),
 // and the row kernels' gathered loads lose to that copy there
-// (reduce_front_end.cpp, plan_gather).
+// (in_place_plans.cpp, plan_gather).
 //
 // The copy into shared memory is flat: thread t stages elements t, t + 256,
 // ... of the block's rows, kStageLoads loads in flight, each element found by

@@ -1,6 +1,13 @@
 // ladder_sum_cuda: checks the caller's contract and runs the chosen step.
 #include "ladder.h"
 
+#include <c10/cuda/CUDAGuard.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "../device_code.h"
+
 #include "00_serial.cuh"
 #include "01_interleaved_divergent.cuh"
 #include "02_interleaved_strided.cuh"
@@ -14,6 +21,25 @@
 #include "multi_pass.cuh"
 
 namespace torch_reduce {
+
+at::Tensor ladder_sum(const at::Tensor& self, bool keepdim, const DtypePlan& dtypes, Algorithm step) {
+  const c10::cuda::CUDAGuard guard(self.device());
+  cuda::check_device_has_code();
+  const std::vector<int64_t> shape(keepdim ? self.dim() : 0, 1);
+  const auto options = self.options().dtype(dtypes.result);
+  if (self.numel() == 0) return at::zeros(shape, options);
+  const at::Tensor cast = self.scalar_type() == dtypes.input ? self : self.to(dtypes.input);
+  // Memory order: the dims from the largest stride down (a no-op copy where
+  // the tensor is dense in some order).
+  std::vector<int64_t> order(cast.dim());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return cast.stride(a) > cast.stride(b); });
+  const at::Tensor input = cast.permute(order).contiguous().view({-1});
+  at::Tensor out = at::empty({}, self.options().dtype(dtypes.kernel));
+  ladder_sum_cuda(input, out, step);
+  const at::Tensor result = out.view(shape);
+  return result.scalar_type() == dtypes.result ? result : result.to(dtypes.result);
+}
 
 void ladder_sum_cuda(const at::Tensor& input, at::Tensor& out, Algorithm algorithm) {
   TORCH_CHECK(input.is_cuda() && input.is_contiguous() && input.numel() >= 1,

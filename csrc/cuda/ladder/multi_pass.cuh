@@ -14,6 +14,7 @@
 #include <c10/cuda/CUDAGuard.h>
 
 #include "dispatch.h"
+#include "ops/sum.h"
 
 namespace torch_reduce {
 namespace ladder {
@@ -28,7 +29,7 @@ void sum_in_passes(const at::Tensor& input, at::Tensor& out) {
   const c10::cuda::CUDAGuard device_guard(input.device());
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   const int64_t n = input.numel();
-  dispatch_reduction<ReduceKind::Sum>(
+  dispatch_reduction<Sum>(
       input.scalar_type(), out.scalar_type(), n, [&](auto types, auto op) {
         using scalar_t = typename decltype(types)::scalar_t;
         using acc_t = typename decltype(types)::acc_t;

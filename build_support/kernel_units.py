@@ -1,0 +1,68 @@
+"""The kernels' translation units, one per op and backend (and, for CUDA, per
+input family, so that they compile in parallel), generated from the op list
+(csrc/op_list.h) into build/generated/. Adding an op to the list adds its
+units; nothing else in the build names an op."""
+import os
+import re
+
+# X(name, OpsObject, families): families is Floating or FloatingAndIntegral.
+_ENTRY = re.compile(r"^\s*X\((\w+),\s*(\w+),\s*(Floating|FloatingAndIntegral)\)")
+
+_CPU = """// Generated from csrc/op_list.h by build_support/kernel_units.py.
+#include "cpu/reduce_layout.h"
+#include "op_list.h"
+
+namespace torch_reduce {{
+namespace cpu {{
+template void reduce_layout<{spec}>(const at::Tensor&, const ReduceLayout&, at::Tensor&);
+}}  // namespace cpu
+}}  // namespace torch_reduce
+"""
+
+_CUDA = """// Generated from csrc/op_list.h by build_support/kernel_units.py.
+#include "cuda/reduce_layout.cuh"
+#include "op_list.h"
+
+namespace torch_reduce {{
+namespace cuda {{
+static_assert(has_kernels_for<{spec}>(TypeFamily::{family}), "the op list and {spec}::kIntegralKernels disagree");
+template void reduce_layout<{spec}, TypeFamily::{family}>(const at::Tensor&, const ReduceLayout&, at::Tensor&);
+}}  // namespace cuda
+}}  // namespace torch_reduce
+"""
+
+
+def op_list(root):
+    """(name, ops object, families) of every op, in the list's order."""
+    with open(os.path.join(root, "csrc", "op_list.h")) as f:
+        ops = [m.groups() for m in map(_ENTRY.match, f) if m]
+    if not ops:
+        raise RuntimeError("csrc/op_list.h: no X(name, OpsObject, families) lines found")
+    return ops
+
+
+def _write_if_changed(path, text):
+    # An unchanged unit keeps its timestamp, so that ninja does not recompile it.
+    if os.path.exists(path):
+        with open(path) as f:
+            if f.read() == text:
+                return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def generate(root, with_cuda):
+    """Writes the units under build/generated/ and returns their paths, relative to root."""
+    out = os.path.join("build", "generated")
+    paths = []
+    for name, spec, families in op_list(root):
+        units = [(os.path.join(out, "cpu", f"reduce_{name}.cpp"), _CPU.format(spec=spec))]
+        if with_cuda:
+            for family in ["Floating", "Integral"] if families == "FloatingAndIntegral" else ["Floating"]:
+                path = os.path.join(out, "cuda", f"reduce_{name}_{family.lower()}.cu")
+                units.append((path, _CUDA.format(spec=spec, family=family)))
+        for path, text in units:
+            _write_if_changed(os.path.join(root, path), text)
+            paths.append(path)
+    return paths

@@ -1,0 +1,20 @@
+// The op list: one line per op, naming its ops object (csrc/ops/<op>.h).
+// It drives the schemas (torch_reduce.cpp), each backend's registration
+// (register_backend.h), the dispatcher handles (op_handles.h), autograd
+// (autograd.cpp), autocast (autocast.cpp) and the Python fast path
+// (python_fast_path.cpp); the build instantiates each op's kernels from it
+// (setup.py). Adding an op: docs/DESIGN.md, "Adding an op".
+#pragma once
+
+#include "ops/amax.h"
+#include "ops/amin.h"
+#include "ops/mean.h"
+#include "ops/sum.h"
+
+// X(name, OpsObject, input families its kernels take: Floating or
+// FloatingAndIntegral, as its kIntegralKernels says)
+#define TORCH_REDUCE_FOR_EACH_OP(X)   \
+  X(sum, Sum, FloatingAndIntegral)    \
+  X(mean, Mean, Floating)             \
+  X(amax, Amax, FloatingAndIntegral)  \
+  X(amin, Amin, FloatingAndIntegral)

@@ -1,0 +1,44 @@
+// What an op's gradient formulas see of a call (csrc/autograd.cpp builds
+// these; each ops object's backward() and tangent() use them).
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <vector>
+
+namespace torch_reduce {
+
+// `t` with the reduced dims put back as size 1 (where keepdim dropped them).
+inline at::Tensor with_reduced_dims(at::Tensor t, const std::vector<int64_t>& dims, bool keepdim) {
+  if (!keepdim)
+    for (int64_t d : dims) t = t.unsqueeze(d);
+  return t;
+}
+
+// Backward: the output's gradient and the call's shape; `input` and
+// `result` are saved only for ops with kBackwardSavesTensors.
+struct Gradient {
+  at::Tensor grad;
+  std::vector<int64_t> dims;  // the reduced dims, ascending
+  bool keepdim;
+  std::vector<int64_t> sizes;  // the input's
+  at::ScalarType dtype;        // the input's
+  int64_t count;               // elements reduced into each output
+  at::Tensor input;
+  at::Tensor result;
+
+  // `g` (of the output's shape) broadcast over the input, in its dtype.
+  at::Tensor broadcast_back(const at::Tensor& g) const {
+    return with_reduced_dims(g, dims, keepdim).expand(sizes).to(dtype);
+  }
+};
+
+// Forward mode: the input's primal, the result, and the call's dims.
+struct Tangent {
+  at::Tensor input;
+  at::Tensor result;
+  std::vector<int64_t> dims;
+  bool keepdim;
+};
+
+}  // namespace torch_reduce

@@ -1,0 +1,98 @@
+// What every ops object shares: the vocabulary in which an op states its
+// semantics (op_list.h lists the ops; docs/DESIGN.md has the recipe).
+//
+// An op is one struct (csrc/ops/<op>.h) with two halves:
+//  - the device half, `Op<acc_t>`, which every kernel (CPU and CUDA, rows,
+//    columns, gathered or staged) is a template over. Kernels call only
+//      op.identity()      the value an empty accumulator starts from,
+//      op.combine(a, b)   folds two accumulators (an element is first
+//                         converted to acc_t: static_cast, or the code that
+//                         gives its bits, widen on the CPU, vector_element
+//                         on CUDA),
+//      op.project(a)      turns the final accumulator into the result;
+//  - the host half: name and schema, the dtypes it takes and returns, the
+//    type triples its kernels are built for, the result of an empty
+//    reduction, the rule for expanded (stride-0) reduced dims, its autocast
+//    policy and its gradient formulas.
+// The front end, the backends and the registration read these fields and
+// name no op.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <c10/macros/Macros.h>
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+
+namespace torch_reduce {
+
+// The dtypes of one call: the input is cast to `input` first (usually a
+// no-op), the kernel writes `kernel`, the caller gets `result`.
+struct DtypePlan {
+  at::ScalarType input;
+  at::ScalarType kernel;
+  at::ScalarType result;
+};
+
+// What an ops object's combine is, for kernels that have a faster
+// instruction or order for it (a vector select for Max and Min, narrow
+// integers added first for an integer Add). Other: only combine() is known.
+enum class Combine { Add, Max, Min, Other };
+
+// What reducing no elements gives (an output whose reduced dims are empty).
+enum class EmptyReduction {
+  Zero,   // the identity of a sum
+  NaN,    // 0 / 0, as torch.mean
+  Error,  // no identity: torch's "Expected reduction dim ..." errors
+};
+
+// How repeats of a value along an expanded (stride-0) reduced dim change the
+// result: not at all (an extremum, a mean), or by a factor (a sum).
+enum class RepeatRule { Invariant, Multiply };
+
+// What the op does under CUDA autocast.
+enum class AutocastPolicy {
+  None,              // the key falls through (torch.mean, amax, amin)
+  Float32IfNoDtype,  // dtype=float32 for eligible inputs when no dtype is given (torch.sum)
+};
+
+// The dtypes the kernels are instantiated for.
+inline bool is_kernel_dtype(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat:
+    case at::kDouble:
+    case at::kHalf:
+    case at::kBFloat16:
+    case at::kBool:
+    case at::kByte:
+    case at::kChar:
+    case at::kShort:
+    case at::kInt:
+    case at::kLong:
+      return true;
+    default:
+      return false;
+  }
+}
+
+inline void check_kernel_dtype(const char* name, at::ScalarType t, const char* what) {
+  TORCH_CHECK(is_kernel_dtype(t), "torch_reduce.", name, ": unsupported ", what, " dtype ", t,
+              " (supported: float32, float64, float16, bfloat16, int8, uint8, "
+              "int16, int32, int64, bool)");
+}
+
+inline bool is_reduced_precision(at::ScalarType t) { return t == at::kHalf || t == at::kBFloat16; }
+
+// Two's-complement wrap-around like torch.sum on integers; signed overflow
+// is undefined behaviour in C++, so add as unsigned.
+template <typename acc_t>
+C10_HOST_DEVICE inline acc_t wrapping_add(acc_t a, acc_t b) {
+  return a + b;
+}
+template <>
+C10_HOST_DEVICE inline int64_t wrapping_add<int64_t>(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+
+}  // namespace torch_reduce

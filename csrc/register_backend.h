@@ -1,0 +1,36 @@
+// Registers every op of the op list for one backend. An op's kernel is its
+// ops object's forward(), given the backend: its capabilities, its layout
+// kernel instantiated for the op, and the ladder where there is one.
+//
+// `BackendT` brings
+//   static const BackendCapabilities& capabilities();
+//   template <typename Spec> static void reduce_layout(input, layout, out);
+//   static constexpr LadderSum kLadderSum;  // nullptr without a ladder
+#pragma once
+
+#include <torch/library.h>
+
+#include "op_list.h"
+
+namespace torch_reduce {
+
+template <typename Spec, typename BackendT, typename Signature = typename Spec::Signature>
+struct BackendEntry;
+
+template <typename Spec, typename BackendT, typename... Args>
+struct BackendEntry<Spec, BackendT, at::Tensor(Args...)> {
+  static at::Tensor call(Args... args) {
+    static const Backend backend{&BackendT::capabilities(), &BackendT::template reduce_layout<Spec>,
+                                 BackendT::kLadderSum};
+    return Spec::forward(backend, args...);
+  }
+};
+
+template <typename BackendT>
+void register_backend(torch::Library& m) {
+#define TORCH_REDUCE_REGISTER(name, Spec, families) m.impl(#name, &BackendEntry<Spec, BackendT>::call);
+  TORCH_REDUCE_FOR_EACH_OP(TORCH_REDUCE_REGISTER)
+#undef TORCH_REDUCE_REGISTER
+}
+
+}  // namespace torch_reduce
