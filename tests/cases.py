@@ -1,6 +1,16 @@
-"""What the test files share: the dtypes the ops support and refuse, and how
-parameters are named in test ids."""
+"""What the test files share: the ops and what sets each apart (OPS), the dtypes they support
+and refuse, how each op is called, and how parameters are named in test ids.
+
+Tests that state a property of every op take an ``op`` parameter (a name in OPS) and read what
+differs between the ops from its entry, rather than repeating the test for each op.
+"""
+import dataclasses
+import math
+
+import pytest
 import torch
+
+import torch_reduce
 
 FLOAT_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 INT_DTYPES = [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64]
@@ -25,6 +35,91 @@ C10_NAMES = {
 }
 
 
+# --------------------------------------------------------------------------- #
+# The ops
+# --------------------------------------------------------------------------- #
+@dataclasses.dataclass(frozen=True)
+class Op:
+    """One reduction, and what sets it apart from the others."""
+
+    name: str
+    #: torch's own function, the reference: torch.sum, torch.mean, torch.amax, torch.amin.
+    reference: object
+    #: Takes dtype= (the accumulation and result dtype).
+    takes_dtype: bool
+    #: The input dtypes it takes without dtype= (mean: floating inputs only, as torch.mean).
+    dtypes: tuple
+    #: The value of a reduction over no elements, or None where torch raises (amax, amin).
+    empty_result: object
+    #: Floating results equal torch's exactly (amax, amin); otherwise they are compared with the
+    #: float64 reduction within a tolerance (conftest.assert_matches_reference). Integer and bool
+    #: results are always exact.
+    exact: bool
+    #: The dim argument that means every dim, for the op's torch.ops overload and torch function.
+    all_dims: object
+
+    @property
+    def empty_raises(self):
+        return self.empty_result is None
+
+    @property
+    def fn(self):
+        """The Python wrapper: torch_reduce.<name>."""
+        return getattr(torch_reduce, self.name)
+
+    @property
+    def raw(self):
+        """The dispatcher op: torch.ops.torch_reduce.<name>."""
+        return getattr(torch.ops.torch_reduce, self.name)
+
+
+OPS = {
+    op.name: op
+    for op in [
+        Op("sum", torch.sum, takes_dtype=True, dtypes=tuple(ALL_DTYPES), empty_result=0, exact=False, all_dims=None),
+        Op("mean", torch.mean, takes_dtype=True, dtypes=tuple(FLOAT_DTYPES), empty_result=math.nan, exact=False,
+           all_dims=None),
+        Op("amax", torch.amax, takes_dtype=False, dtypes=tuple(ALL_DTYPES), empty_result=None, exact=True, all_dims=()),
+        Op("amin", torch.amin, takes_dtype=False, dtypes=tuple(ALL_DTYPES), empty_result=None, exact=True, all_dims=()),
+    ]
+}
+ALL_OPS = list(OPS)
+DTYPE_OPS = [name for name, op in OPS.items() if op.takes_dtype]
+
+
+def reduce(op, x, dim=None, keepdim=False, **kwargs):
+    """torch_reduce.<op>(x, dim, keepdim, **kwargs); dim=None (every dim) is left out of the call,
+    the form every op's torch function takes."""
+    fn = OPS[op].fn
+    if dim is None:
+        return fn(x, keepdim=keepdim, **kwargs) if keepdim else fn(x, **kwargs)
+    return fn(x, dim, keepdim, **kwargs)
+
+
+def torch_reference(op, x, dim=None, keepdim=False, dtype=None):
+    """torch's own op (OPS[op].reference) with the same arguments (on the same device)."""
+    spec = OPS[op]
+    if not spec.takes_dtype:
+        return spec.reference(x, spec.all_dims if dim is None else dim, keepdim)
+    return spec.reference(x, dim, keepdim, dtype=dtype)
+
+
+def raw_dims(op, dim):
+    """dim as the torch.ops overload takes it: a list, or the op's value for every dim."""
+    if dim is None:
+        return OPS[op].all_dims
+    return list(dim) if isinstance(dim, (tuple, list)) else [dim]
+
+
+def op_dtype_params(ops=ALL_OPS, dtypes=ALL_DTYPES):
+    """(op, dtype) parameters, each op with those of `dtypes` it takes: ids like "mean-float32"."""
+    return [pytest.param(op, dtype, id=f"{op}-{_id(dtype)}") for op in ops for dtype in dtypes
+            if dtype in OPS[op].dtypes]
+
+
+# --------------------------------------------------------------------------- #
+# Names and inputs
+# --------------------------------------------------------------------------- #
 def _id(v):
     """A readable test id for a parameter: float32, (3,4), keepdim."""
     if isinstance(v, torch.dtype):
@@ -32,6 +127,11 @@ def _id(v):
     if isinstance(v, str):
         return v
     return repr(v).replace(" ", "")
+
+
+def shape_dim_ids(cases):
+    """Test ids for (shape, dim) cases: "(3,4)-dim1"."""
+    return [f"{_id(s)}-dim{_id(d)}" for s, d in cases]
 
 
 def dtype_name_pattern(dtype):

@@ -12,8 +12,12 @@
   random bools. Every test is seeded from its own id, so a failure reproduces.
 * ``assert_matches_reference`` compares a result with the reference: floats
   against the float64 reduction with a tolerance scaled to the dtype and to the
-  sum of |x|; integers and bools exactly against torch's own reduction; dtype,
-  shape and device always against torch's.
+  sum of |x|; integers and bools, and the ops marked exact in cases.OPS (amax,
+  amin), exactly against torch's own reduction; dtype, shape and device always
+  against torch's.
+* What differs between the ops (torch's function, dtype=, empty reductions,
+  exactness) is in cases.OPS; tests of a property of every op take an ``op``
+  parameter.
 """
 import math
 import re
@@ -23,6 +27,7 @@ import pytest
 import torch
 
 import torch_reduce  # noqa: F401  (an import error here is a real failure, never a skip)
+from cases import OPS, torch_reference
 
 # --------------------------------------------------------------------------- #
 # CUDA availability
@@ -134,17 +139,6 @@ def make_input():
 # --------------------------------------------------------------------------- #
 # Reference comparison
 # --------------------------------------------------------------------------- #
-_TORCH_OPS = {"sum": torch.sum, "mean": torch.mean, "amax": torch.amax, "amin": torch.amin}
-
-
-def torch_reference(op, x, dim=None, keepdim=False, dtype=None):
-    """torch's own op with the same arguments (on the same device)."""
-    fn = _TORCH_OPS[op]
-    if op in ("amax", "amin"):
-        return fn(x, () if dim is None else dim, keepdim)
-    return fn(x, dim, keepdim, dtype=dtype)
-
-
 def _accumulation_eps(out_dtype):
     # Half and bfloat16 (and float32) accumulate in float32, float64 in float64.
     return torch.finfo(torch.float64 if out_dtype == torch.float64 else torch.float32).eps
@@ -166,7 +160,7 @@ def assert_matches_reference(actual, x, op="sum", dim=None, keepdim=False, dtype
     assert actual.shape == expected.shape, f"shape: got {tuple(actual.shape)}, torch gives {tuple(expected.shape)}"
     assert actual.device == expected.device, f"device: got {actual.device}, torch gives {expected.device}"
 
-    if op in ("amax", "amin") or not expected.dtype.is_floating_point:
+    if OPS[op].exact or not expected.dtype.is_floating_point:
         torch.testing.assert_close(actual, expected, rtol=0, atol=0, equal_nan=True)
         return
 

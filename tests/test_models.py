@@ -1,17 +1,16 @@
-"""torch_reduce in models: autograd (gradcheck, gradients equal to torch's, forward mode,
-torch.func), torch.library.opcheck, torch.compile(fullgraph=True), autocast, CUDA graph capture,
-and training a small MLP whose loss uses the ops, against the same model with torch's.
+"""torch_reduce inside models and PyTorch's subsystems: torch.library.opcheck,
+torch.compile(fullgraph=True) with eager, aot_eager and inductor (static and dynamic shapes,
+gradients through the compiled graph), the result dtypes under CUDA autocast, and a small MLP
+trained with the ops against the same model trained with torch's reductions, eager and compiled.
+Gradients of the ops themselves are test_autograd.py's; CUDA graphs test_cuda_runtime.py's.
 """
 import pytest
 import torch
-import torch.autograd.forward_ad as fwAD
 from torch import nn
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import torch_reduce
-from cases import _id
-
-
+from cases import ALL_OPS, _id
 
 
 def _cuda(*values):
@@ -21,183 +20,6 @@ def _cuda(*values):
 
 def _cpu(*values):
     return pytest.param(*values, id="-".join(_id(v) for v in values))
-
-
-# --------------------------------------------------------------------------- #
-# Autograd
-# --------------------------------------------------------------------------- #
-GRAD_CASES = [
-    ((4, 5), None, False),
-    ((4, 5), None, True),
-    ((4, 5), 0, False),
-    ((4, 5), 1, True),
-    ((4, 5), -1, False),
-    ((2, 3, 4), (0, 2), False),
-    ((2, 3, 4), (0, 2), True),
-    ((2, 3, 4), [-1, 1], True),
-    ((2, 3, 4), [], False),
-    ((), None, False),
-    ((), 0, True),
-    ((7,), 0, False),
-]
-GRAD_IDS = [f"{_id(s)}-dim{_id(d)}-{'keep' if k else 'nokeep'}" for s, d, k in GRAD_CASES]
-
-
-def _reduce(fn, x, dim, keepdim):
-    if dim is None and not keepdim:
-        return fn(x)
-    return fn(x, dim, keepdim)
-
-
-def _extremum_or_random(op, shape, dtype, device):
-    """Inputs for gradients: for amax/amin, values from a small set, so that several elements share the extremum."""
-    if op in ("amax", "amin"):
-        return torch.randint(-2, 3, shape).to(dtype).to(device)
-    return torch.randn(shape, dtype=dtype, device=device)
-
-
-def _torch_reduce(op, x, dim, keepdim):
-    if op in ("amax", "amin"):
-        return getattr(torch, op)(x, () if dim is None else dim, keepdim)
-    return _reduce(getattr(torch, op), x, dim, keepdim)
-
-
-@pytest.mark.parametrize("op", ["sum", "mean"])
-@pytest.mark.parametrize("shape,dim,keepdim", GRAD_CASES, ids=GRAD_IDS)
-def test_gradcheck_sum_mean(device, op, shape, dim, keepdim):
-    fn = getattr(torch_reduce, op)
-    x = torch.randn(shape, dtype=torch.float64, device=device, requires_grad=True)
-    assert torch.autograd.gradcheck(lambda t: _reduce(fn, t, dim, keepdim), (x,), check_forward_ad=True)
-    assert torch.autograd.gradgradcheck(lambda t: _reduce(fn, t, dim, keepdim), (x,))
-
-
-@pytest.mark.parametrize("op", ["sum", "mean", "amax", "amin"])
-@pytest.mark.parametrize("shape,dim,keepdim", GRAD_CASES, ids=GRAD_IDS)
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16], ids=_id)
-def test_gradient_equals_torch(device, op, shape, dim, keepdim, dtype):
-    """The input gradient equals torch's (dtype and values), for a random upstream gradient."""
-    base = _extremum_or_random(op, shape, dtype, device)
-    x1 = base.clone().requires_grad_()
-    x2 = base.clone().requires_grad_()
-    y1 = _reduce(getattr(torch_reduce, op), x1, dim, keepdim)
-    y2 = _torch_reduce(op, x2, dim, keepdim)
-    assert y1.shape == y2.shape and y1.dtype == y2.dtype
-    g = torch.randn(y2.shape, dtype=dtype, device=device)
-    y1.backward(g)
-    y2.backward(g)
-    assert x1.grad.dtype == x2.grad.dtype and x1.grad.shape == x2.grad.shape
-    tol = {torch.float16: 1e-3, torch.bfloat16: 1e-2}.get(dtype, 1e-6)
-    torch.testing.assert_close(x1.grad, x2.grad, rtol=tol, atol=tol)
-
-
-@pytest.mark.parametrize("op", ["amax", "amin"])
-def test_extremum_gradient_split_evenly_among_ties(device, op):
-    x = torch.tensor([[1.0, 3.0, 3.0, 0.0], [2.0, 2.0, 2.0, 2.0], [-1.0, 5.0, 4.0, 5.0]], dtype=torch.float64, device=device)
-    if op == "amin":
-        x = -x
-    x.requires_grad_()
-    getattr(torch_reduce, op)(x, 1).backward(torch.tensor([1.0, 1.0, 6.0], dtype=torch.float64, device=device))
-    expected = torch.tensor([[0, 0.5, 0.5, 0], [0.25, 0.25, 0.25, 0.25], [0, 3.0, 0, 3.0]], dtype=torch.float64)
-    torch.testing.assert_close(x.grad.cpu(), expected)
-    x.grad = None
-    getattr(torch_reduce, op)(x).backward()  # full reduction: the 2 ties of 5 (or -5)
-    expected = torch.zeros(3, 4, dtype=torch.float64)
-    expected[2, 1] = expected[2, 3] = 0.5
-    torch.testing.assert_close(x.grad.cpu(), expected)
-
-
-@pytest.mark.parametrize("op", ["amax", "amin"])
-@pytest.mark.parametrize("dim", [None, 0, 1, (0, 1)], ids=_id)
-def test_gradcheck_extremum_without_ties(device, op, dim):
-    x = (torch.randperm(20, dtype=torch.float64) / 7).view(4, 5).to(device).requires_grad_()
-    fn = getattr(torch_reduce, op)
-    assert torch.autograd.gradcheck(lambda t: fn(t) if dim is None else fn(t, dim), (x,), check_forward_ad=True)
-
-
-@pytest.mark.parametrize("op", ["sum", "mean", "amax", "amin"])
-@pytest.mark.parametrize("shape,dim,keepdim", GRAD_CASES, ids=GRAD_IDS)
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16], ids=_id)
-def test_forward_ad_tangent_equals_torch(device, op, shape, dim, keepdim, dtype):
-    """Forward mode (torch.autograd.forward_ad): the result's tangent equals torch's (ties of
-    amax/amin share the tangent evenly), and its primal is the op's own result."""
-    x = _extremum_or_random(op, shape, dtype, device)
-    tangent = torch.randn(shape, dtype=dtype, device=device)
-    with fwAD.dual_level():
-        ours = fwAD.unpack_dual(_reduce(getattr(torch_reduce, op), fwAD.make_dual(x, tangent), dim, keepdim))
-        theirs = fwAD.unpack_dual(_torch_reduce(op, fwAD.make_dual(x, tangent), dim, keepdim))
-    assert ours.tangent is not None, "the tangent was dropped"
-    assert ours.tangent.dtype == theirs.tangent.dtype and ours.tangent.shape == theirs.tangent.shape
-    assert torch.equal(ours.primal, _reduce(getattr(torch_reduce, op), x, dim, keepdim))
-    tol = {torch.float16: 1e-3, torch.bfloat16: 1e-2}.get(dtype, 1e-6)
-    torch.testing.assert_close(ours.tangent, theirs.tangent, rtol=tol, atol=tol)
-
-
-@pytest.mark.parametrize("op", ["sum", "mean", "amax", "amin"])
-def test_forward_and_backward_at_once(device, op):
-    """A dual input that also requires grad: the result has torch's tangent and backward still
-    reaches the input."""
-    x = _extremum_or_random(op, (3, 4), torch.float64, device).requires_grad_()
-    tangent = torch.randn(3, 4, dtype=torch.float64, device=device)
-    with fwAD.dual_level():
-        primal, ours = fwAD.unpack_dual(getattr(torch_reduce, op)(fwAD.make_dual(x, tangent), 1))
-        theirs = fwAD.unpack_dual(getattr(torch, op)(fwAD.make_dual(x.detach(), tangent), 1)).tangent
-    torch.testing.assert_close(ours, theirs)
-    primal.sum().backward()
-    x2 = x.detach().clone().requires_grad_()
-    getattr(torch, op)(x2, 1).sum().backward()
-    torch.testing.assert_close(x.grad, x2.grad)
-
-
-@pytest.mark.filterwarnings("ignore:There is a performance drop")
-@pytest.mark.parametrize("op", ["sum", "mean", "amax", "amin"])
-def test_torch_func_jvp_and_vmap(device, op):
-    """torch.func.jvp, jacfwd and vmap give torch's results (vmap through torch's per-sample
-    fallback, which warns of it: the ops have no batching rule)."""
-    x = torch.randn(3, 4, 5, dtype=torch.float64, device=device)
-    tangent = torch.randn_like(x)
-    ours_fn, torch_fn = getattr(torch_reduce, op), getattr(torch, op)
-    ours = torch.func.jvp(lambda v: ours_fn(v, 1), (x,), (tangent,))
-    theirs = torch.func.jvp(lambda v: torch_fn(v, 1), (x,), (tangent,))
-    torch.testing.assert_close(ours, theirs)
-    jacobian = torch.func.jacfwd(lambda v: ours_fn(v, 0))(x[0])
-    torch.testing.assert_close(jacobian, torch.func.jacfwd(lambda v: torch_fn(v, 0))(x[0]))
-    torch.testing.assert_close(torch.vmap(lambda v: ours_fn(v, 1))(x), torch_fn(x, 2))
-
-
-def test_torch_func_grad_is_refused_with_an_error(device):
-    """torch.func's reverse-mode transforms (grad, vjp, jacrev) cannot run the ops' C++ autograd
-    Function: they raise rather than return a wrong gradient."""
-    x = torch.randn(3, 4, dtype=torch.float64, device=device)
-    with pytest.raises(RuntimeError, match="functorch transforms"):
-        torch.func.grad(lambda v: torch_reduce.sum(v))(x)
-
-
-@pytest.mark.parametrize("dtype_arg", [torch.float64, torch.float32], ids=_id)
-def test_gradient_with_dtype_argument(device, dtype_arg):
-    """sum/mean with dtype=: the gradient comes back in the input's dtype, like torch."""
-    base = torch.randn(3, 4, dtype=torch.float32, device=device)
-    for op in ("sum", "mean"):
-        x1, x2 = base.clone().requires_grad_(), base.clone().requires_grad_()
-        y1 = getattr(torch_reduce, op)(x1, 1, dtype=dtype_arg)
-        y2 = getattr(torch, op)(x2, 1, dtype=dtype_arg)
-        assert y1.dtype == y2.dtype
-        y1.sum().backward()
-        y2.sum().backward()
-        assert x1.grad.dtype == x2.grad.dtype == torch.float32
-        torch.testing.assert_close(x1.grad, x2.grad)
-
-
-@pytest.mark.parametrize("op", ["sum", "mean"])
-def test_gradient_of_empty(device, op):
-    x = torch.empty(0, 3, device=device, requires_grad=True)
-    getattr(torch_reduce, op)(x, 0).sum().backward()
-    assert x.grad.shape == (0, 3)
-
-
-def test_no_gradient_for_integer_input(device):
-    x = torch.randint(-5, 5, (3, 4), device=device)
-    y = torch_reduce.sum(x, 1)
-    assert not y.requires_grad and y.dtype == torch.int64
 
 
 # --------------------------------------------------------------------------- #
@@ -309,7 +131,7 @@ def test_compile_fullgraph_dtypes(device, backend, dtype, make_input, fresh_dyna
 # with a dtype given.
 AUTOCAST_CASES = [
     pytest.param(op, dtype, dtype_arg, id=f"{op}-{_id(dtype)}-dtype={_id(dtype_arg)}")
-    for op in ("sum", "mean", "amax", "amin")
+    for op in ALL_OPS
     for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int32)
     for dtype_arg in (None, torch.float16)
     if (op != "mean" or dtype.is_floating_point)
@@ -349,88 +171,6 @@ def test_cuda_autocast_sum_is_float32(cuda_device, dtype, make_input, bitwise_eq
     assert rows.dtype == theirs.dtype == torch.float32
     bitwise_equal(rows, torch_reduce.sum(x, 1, dtype=torch.float32), "autocast sum")
     torch.testing.assert_close(rows, theirs, rtol=1e-5, atol=1e-3)
-
-
-# --------------------------------------------------------------------------- #
-# CUDA graphs
-# --------------------------------------------------------------------------- #
-@pytest.mark.requires_cuda
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32], ids=_id)
-@pytest.mark.parametrize("shape", [(4099, 1025), (2**20 + 3,), (3, 500003), (500003, 3)], ids=_id)
-def test_cuda_graph_capture_and_replay(cuda_device, dtype, shape, make_input, check):
-    static_x = make_input(shape, dtype, cuda_device)
-    dim = -1 if len(shape) > 1 else 0
-
-    def body():
-        return (
-            torch_reduce.sum(static_x),
-            torch_reduce.sum(static_x, dim),
-            torch_reduce.sum(static_x, 0, keepdim=True),
-            torch_reduce.amax(static_x, dim),
-            torch_reduce.amin(static_x),
-        ) + ((torch_reduce.mean(static_x, 0),) if dtype.is_floating_point else ())
-
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            body()
-    torch.cuda.current_stream().wait_stream(s)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        outs = body()
-    for replay in range(4):  # several replays: any counters must be reset by the kernels
-        new = make_input(shape, dtype, cuda_device)
-        static_x.copy_(new)
-        graph.replay()
-        torch.cuda.synchronize()
-        check(outs[0], new)
-        check(outs[1], new, dim=dim)
-        check(outs[2], new, dim=0, keepdim=True)
-        check(outs[3], new, op="amax", dim=dim)
-        check(outs[4], new, op="amin")
-        if dtype.is_floating_point:
-            check(outs[5], new, op="mean", dim=0)
-
-
-@pytest.mark.requires_cuda
-@pytest.mark.parametrize("op", ["sum", "mean"])
-def test_cuda_graph_of_one_early_launched_reduction(cuda_device, op, make_input, check):
-    """A graph whose first node is a pass launched early (the first pass of a column reduction of
-    several passes, dependent_launch.cuh) captures and replays, each replay reading the input just
-    copied in."""
-    static_x = make_input((300001, 3), torch.float32, cuda_device)
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        getattr(torch_reduce, op)(static_x, 0)
-    torch.cuda.current_stream().wait_stream(s)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        out = getattr(torch_reduce, op)(static_x, 0)
-    for replay in range(3):
-        new = make_input((300001, 3), torch.float32, cuda_device)
-        static_x.copy_(new)
-        graph.replay()
-        check(out.clone(), new, op=op, dim=0)
-
-
-@pytest.mark.requires_cuda
-def test_cuda_graph_replays_are_deterministic(cuda_device, make_input, bitwise_equal):
-    x = make_input((2**22 + 7,), torch.float32, cuda_device)
-    eager = torch_reduce.sum(x)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        torch_reduce.sum(x)
-    torch.cuda.current_stream().wait_stream(s)
-    with torch.cuda.graph(graph):
-        out = torch_reduce.sum(x)
-    for i in range(10):
-        graph.replay()
-        bitwise_equal(out, eager, f"replay {i}")
 
 
 # --------------------------------------------------------------------------- #

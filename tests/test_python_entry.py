@@ -4,15 +4,18 @@ directly. It must give what the torch.ops overload gives, and decline -- returni
 NotImplemented, so that the wrapper takes the torch.ops path -- whatever it does not handle
 itself: __torch_function__ subclasses, torch function modes, other argument types.
 """
+import inspect
+
 import pytest
 import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
+import cases
 import torch_reduce
 from cases import _id
 
-OPS = ["sum", "mean", "amax", "amin"]
+OPS = cases.ALL_OPS
 DIMS = [None, 0, -1, [0, 2], (1,), [], ()]
 
 
@@ -155,3 +158,17 @@ def test_modes_see_the_op(device, op, mode, make_input):
         result = getattr(torch_reduce, op)(x, 1)
     assert getattr(torch.ops.torch_reduce, op).default in recorder.seen
     torch.testing.assert_close(result, getattr(torch, op)(x, 1))
+
+
+def test_every_op_of_the_list_has_a_wrapper_a_fast_path_and_a_test_entry():
+    """csrc/op_list.h drives the Python side: each op there has a fast path in _C, a wrapper
+    with torch's leading arguments, a fake kernel, and an entry in the tests' op table."""
+    assert sorted(torch_reduce.ops.OPS) == sorted(cases.OPS)
+    for name in torch_reduce.ops.OPS:
+        wrapper = getattr(torch_reduce, name)
+        assert list(inspect.signature(wrapper).parameters)[:3] == ["input", "dim", "keepdim"]
+        assert callable(getattr(torch_reduce._C, name))
+        with torch._subclasses.fake_tensor.FakeTensorMode():
+            out = getattr(torch.ops.torch_reduce, name)(torch.empty(3, 4), [1])
+        assert out.shape == (3,)
+

@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 import torch  # noqa: E402
 import timing  # noqa: E402
 import torch_reduce  # noqa: E402
-from test_sum import rows_copy  # noqa: E402  (the copy that gathered rows replace)
+from layout_cases import rows_copy  # noqa: E402  (the copy that gathered rows replace)
 
 if not torch.cuda.is_available():
     sys.exit("gathered_rows.py times CUDA kernels: no GPU visible")
