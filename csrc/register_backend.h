@@ -6,10 +6,13 @@
 //   static const BackendCapabilities& capabilities();
 //   template <typename Spec> static void reduce_layout(input, layout, out);
 //   static constexpr LadderSum kLadderSum;  // nullptr without a ladder
+//   static constexpr c10::DeviceType kDevice;
+//   static const char* kernel_for(layout, element_bytes);  // for explain
 #pragma once
 
 #include <torch/library.h>
 
+#include "explain.h"
 #include "op_list.h"
 
 namespace torch_reduce {
@@ -28,6 +31,7 @@ struct BackendEntry<Spec, BackendT, at::Tensor(Args...)> {
 
 template <typename BackendT>
 void register_backend(torch::Library& m) {
+  describe_backend(BackendT::kDevice, {&BackendT::capabilities(), &BackendT::kernel_for});
 #define TORCH_REDUCE_REGISTER(name, Spec, families) m.impl(#name, &BackendEntry<Spec, BackendT>::call);
   TORCH_REDUCE_FOR_EACH_OP(TORCH_REDUCE_REGISTER)
 #undef TORCH_REDUCE_REGISTER

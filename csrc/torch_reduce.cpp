@@ -5,6 +5,7 @@
 #include <torch/library.h>
 
 #include "algorithm.h"
+#include "explain.h"
 #include "op_list.h"
 #include "python_fast_path.h"
 
@@ -37,6 +38,9 @@ TORCH_LIBRARY(torch_reduce, m) {
 #undef TORCH_REDUCE_DEFINE
   m.def("algorithms() -> str[]", &algorithms);
   m.def("built_with_cuda() -> bool", &built_with_cuda);
+  m.def("explain(Tensor self, str op, int[1]? dim=None, bool keepdim=False, ScalarType? dtype=None, "
+        "str? device=None) -> str",
+        &explain);
 }
 
 }  // namespace torch_reduce

@@ -5,7 +5,7 @@ import re
 import sys
 
 STEP = re.compile(r"\[(\d+/\d+)\] ")
-SOURCE = re.compile(r" -c (\S+/)?(csrc/\S+)")
+SOURCE = re.compile(r" -c (\S+/)?((?:csrc|build/generated)/\S+)")
 
 for line in iter(sys.stdin.readline, ""):
     step = STEP.search(line)

@@ -13,6 +13,7 @@ from .selection import algorithms, get_default_algorithm, set_default_algorithm,
 from .ops import OPS as _OPS
 from .ops import WRAPPERS as _WRAPPERS
 from .ops import sum
+from .explain import Plan, explain
 
 # One wrapper per op of the op list (csrc/op_list.h): torch_reduce.mean, .amax, ...
 globals().update(_WRAPPERS)
@@ -32,6 +33,8 @@ def build_info() -> dict:
 
 
 __all__ = list(_OPS) + [
+    "explain",
+    "Plan",
     "algorithms",
     "use_algorithm",
     "get_default_algorithm",

@@ -15,6 +15,11 @@ template <typename Spec>
 void reduce_layout(const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out);
 
 struct CpuBackend {
+  static constexpr c10::DeviceType kDevice = c10::DeviceType::CPU;
+  // reduce_layout's two kernels.
+  static const char* kernel_for(const ReduceLayout& layout, int64_t) {
+    return layout.kind == ReduceLayout::Inner ? "reduce_rows" : "reduce_columns";
+  }
   static const BackendCapabilities& capabilities() {
     static const BackendCapabilities caps{};
     return caps;

@@ -17,6 +17,7 @@
 #include "column_short_kernel.cuh"
 #include "column_tile_kernel.cuh"
 #include "device_info.cuh"
+#include "kernel_family.cuh"
 #include "packed_row_reduce.cuh"
 #include "row_reduce.cuh"
 #include "split_row_reduce.cuh"
@@ -25,12 +26,6 @@
 namespace torch_reduce {
 namespace cuda {
 
-// Rows of at least this many bytes go to split_row_reduce_kernel (a block or
-// more each); shorter rows to row_reduce_kernel (a warp or less each). A block
-// a row pays a block-wide tree (and, split, a combine) that short rows do not
-// amortise; a warp a row keeps too few loads in flight for long rows. Rows of
-// 16 KiB and more read faster a block each, rows of 4 and 8 KiB slower.
-constexpr int64_t kSplitRowBytes = 16 * 1024;
 // In a dim reduction, one block of a split row reads this many tiles: a fixed
 // amount of work per block, so that the splits depend on the row length
 // alone. Fewer tiles a block (more blocks, more loads in flight) were no

@@ -7,6 +7,7 @@
 #include "capabilities.cuh"
 #include "device_code.h"
 #include "ladder/ladder.h"
+#include "kernel_family.cuh"
 #include "register_backend.h"
 
 namespace torch_reduce {
@@ -17,7 +18,11 @@ template <typename Spec, TypeFamily family>
 void reduce_layout(const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out);
 
 struct CudaBackend {
+  static constexpr c10::DeviceType kDevice = c10::DeviceType::CUDA;
   static const BackendCapabilities& capabilities() { return cuda::capabilities(); }
+  static const char* kernel_for(const ReduceLayout& layout, int64_t element_bytes) {
+    return kernel_family_name(layout, element_bytes);
+  }
   template <typename Spec>
   static void reduce_layout(const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out) {
     const c10::cuda::CUDAGuard guard(input.device());

@@ -18,6 +18,7 @@
 #include <optional>
 
 #include "capabilities.cuh"
+#include "kernel_family.cuh"
 #include "dispatch.h"
 #include "gathered_rows.cuh"
 #include "launch_config.cuh"
@@ -30,12 +31,6 @@ namespace cuda {
 template <typename T>
 bool is_aligned(const T* p, size_t bytes = kVectorBytes) {
   return reinterpret_cast<uintptr_t>(p) % bytes == 0;
-}
-
-// Full reductions and rows of kSplitRowBytes or more go to
-// split_row_reduce_kernel.
-inline bool splits_rows(const ReduceLayout& layout, int64_t element_bytes) {
-  return layout.full || layout.reduce * element_bytes >= kSplitRowBytes;
 }
 
 template <typename scalar_t, typename acc_t, typename out_t, typename Op>
@@ -454,18 +449,21 @@ void launch_columns(const scalar_t* data, const ReduceLayout& layout, const Outp
   }
 }
 
-// Gather layouts are rows: staged where small, else read by the row
-// kernels' gathered instantiations.
 template <typename scalar_t, typename acc_t, typename out_t, typename Op>
 void launch_layout_reduction(const at::Tensor& input, const ReduceLayout& layout, const Output<out_t>& out,
                              const Op& op) {
   const auto stream = c10::cuda::getCurrentCUDAStream();
   const auto* data = reinterpret_cast<const scalar_t*>(input.data_ptr());
-  if (layout.kind == ReduceLayout::Outer) return launch_columns<scalar_t, acc_t, out_t>(data, layout, out, op, stream);
-  if (is_small_gather(layout, sizeof(scalar_t))) return launch_staged_rows<scalar_t, acc_t, out_t>(data, layout, out, op, stream);
-  if (splits_rows(layout, sizeof(scalar_t)))
-    return launch_split_rows<scalar_t, acc_t, out_t>(data, layout, out.data, op, stream);
-  launch_rows<scalar_t, acc_t, out_t>(data, layout, out, op, stream);
+  switch (kernel_family(layout, sizeof(scalar_t))) {
+    case KernelFamily::Columns:
+      return launch_columns<scalar_t, acc_t, out_t>(data, layout, out, op, stream);
+    case KernelFamily::StagedRows:
+      return launch_staged_rows<scalar_t, acc_t, out_t>(data, layout, out, op, stream);
+    case KernelFamily::SplitRows:
+      return launch_split_rows<scalar_t, acc_t, out_t>(data, layout, out.data, op, stream);
+    case KernelFamily::Rows:
+      return launch_rows<scalar_t, acc_t, out_t>(data, layout, out, op, stream);
+  }
 }
 
 // Permuted outputs (output.cuh) of up to this many elements are written in

@@ -1,0 +1,92 @@
+"""torch_reduce.explain: what a call would do, step by step, without running it.
+
+The front end plans the call on a meta tensor of the input's sizes, strides and
+dtype (csrc/explain.cpp): the dtypes, then each launch it would make -- what it
+reads (the input in place, or a copy or a stage's partial), the layout the
+dims merge into, the kernel that reads it, the bytes read and the outputs."""
+import dataclasses
+import json
+from typing import List, Optional, Sequence, Union
+
+import torch
+
+from . import _library  # noqa: F401
+from .ops import _dim_list
+
+# c10's dtype names, as the plan's JSON gives them, and torch's.
+_DTYPE_NAMES = {
+    "Float": "float32",
+    "Double": "float64",
+    "Half": "float16",
+    "BFloat16": "bfloat16",
+    "Char": "int8",
+    "Byte": "uint8",
+    "Short": "int16",
+    "Int": "int32",
+    "Long": "int64",
+    "Bool": "bool",
+}
+
+
+def _torch_dtype_names(value):
+    if isinstance(value, dict):
+        return {k: _torch_dtype_names(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_torch_dtype_names(v) for v in value]
+    return _DTYPE_NAMES.get(value, value) if isinstance(value, str) else value
+
+
+@dataclasses.dataclass
+class Plan:
+    """The plan of one call: `steps` holds one dict per launch, in order."""
+
+    op: str
+    device: str
+    input_dtype: str
+    kernel_dtype: str
+    result_dtype: str
+    steps: List[dict]
+
+    @property
+    def bytes_read(self) -> int:
+        return sum(step["bytes_read"] for step in self.steps)
+
+    def __str__(self) -> str:
+        lines = [
+            f"torch_reduce.{self.op} on {self.device}: {self.input_dtype} in, the kernels write "
+            f"{self.kernel_dtype}, {self.result_dtype} out; {len(self.steps)} launch(es), "
+            f"{self.bytes_read} bytes read"
+        ]
+        if not self.steps:
+            lines.append("  no kernel: an empty input or output")
+        for i, s in enumerate(self.steps, 1):
+            shape = f"{s['batch']} x {s['reduce']}" + (f" x {s['inner']}" if s["layout"] == "columns" else "")
+            runs = "".join(
+                f", {key} {s[key]['sizes']} (strides {s[key]['strides']})"
+                for key in ("batch_runs", "reduce_runs", "column_runs")
+                if key in s
+            )
+            lines.append(
+                f"  {i}. {s['layout']} [{shape}]{' (full)' if s['full'] else ''}{runs}: reads the "
+                f"{s['reads']} {tuple(s['sizes'])} {s['dtype']}, {s['bytes_read']} bytes, "
+                f"-> {s['outputs']} x {s['output_dtype']}{' (permuted output)' if s['permuted_output'] else ''}"
+            )
+            lines.append(f"     kernel: {s['kernel']}")
+        return "\n".join(lines)
+
+
+def explain(
+    input: torch.Tensor,
+    dim: Union[None, int, Sequence[int]] = None,
+    op: str = "sum",
+    keepdim: bool = False,
+    *,
+    dtype: Optional[torch.dtype] = None,
+    device: Optional[str] = None,
+) -> Plan:
+    """The plan of torch_reduce.<op>(input, dim, keepdim, dtype=dtype), without running it.
+
+    `device` plans for another backend than the input's (e.g. "cuda" for a CPU tensor, in a
+    CUDA build). print() the result for a readable summary."""
+    plan = json.loads(torch.ops.torch_reduce.explain(input, op, _dim_list(dim), keepdim, dtype=dtype, device=device))
+    return Plan(op=op, **_torch_dtype_names(plan))
