@@ -17,6 +17,12 @@ namespace cuda {
 constexpr int kWarpSize = 32;
 constexpr int kVectorBytes = 16;
 
+// Whether `p` starts on a `bytes` boundary (a vector's, by default).
+template <typename T>
+bool is_aligned(const T* p, size_t bytes = kVectorBytes) {
+  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
+}
+
 // Elements of T in one 16-byte load.
 template <typename T>
 constexpr int vector_width() {
