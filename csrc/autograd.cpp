@@ -59,14 +59,10 @@ struct Autograd<Spec, at::Tensor(Args...)> {
         at::AutoDispatchBelowADInplaceOrView guard;
         result = op_handle<Spec>().call(args...);
       }
-      const auto dims = reduced_dims(self, std::get<1>(tuple));
-      int64_t count = 1;
-      for (int64_t d : dims) count *= self.size(d);
-      ctx->saved_data["dims"] = dims;
+      ctx->saved_data["dims"] = reduced_dims(self, std::get<1>(tuple));
       ctx->saved_data["keepdim"] = std::get<2>(tuple);
       ctx->saved_data["sizes"] = self.sizes().vec();
       ctx->saved_data["dtype"] = self.scalar_type();
-      ctx->saved_data["count"] = count;
       if constexpr (Spec::kBackwardSavesTensors) ctx->save_for_backward({self, result});
       return result;
     }
@@ -75,8 +71,7 @@ struct Autograd<Spec, at::Tensor(Args...)> {
                  ctx->saved_data["dims"].toIntVector(),
                  ctx->saved_data["keepdim"].toBool(),
                  ctx->saved_data["sizes"].toIntVector(),
-                 ctx->saved_data["dtype"].toScalarType(),
-                 ctx->saved_data["count"].toInt()};
+                 ctx->saved_data["dtype"].toScalarType()};
       if constexpr (Spec::kBackwardSavesTensors) {
         const auto saved = ctx->get_saved_variables();
         g.input = saved[0];

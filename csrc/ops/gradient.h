@@ -23,9 +23,15 @@ struct Gradient {
   bool keepdim;
   std::vector<int64_t> sizes;  // the input's
   at::ScalarType dtype;        // the input's
-  int64_t count;               // elements reduced into each output
   at::Tensor input;
   at::Tensor result;
+
+  // Elements reduced into each output.
+  int64_t count() const {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= sizes[d];
+    return n;
+  }
 
   // `g` (of the output's shape) broadcast over the input, in its dtype.
   at::Tensor broadcast_back(const at::Tensor& g) const {

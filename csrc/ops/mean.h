@@ -69,7 +69,7 @@ struct Mean {
   // is the input's, averaged as the input is.
   static constexpr bool kBackwardSavesTensors = false;
   static at::Tensor backward(const Gradient& g) {
-    return g.broadcast_back(g.grad / static_cast<double>(g.count));
+    return g.broadcast_back(g.grad / static_cast<double>(g.count()));
   }
   template <typename SameOp>
   static at::Tensor tangent(const Tangent&, const at::Tensor& tangent, const SameOp& same_op) {
