@@ -48,17 +48,23 @@ std::optional<Algorithm> environment_algorithm() {
 
 std::optional<Algorithm> ladder_step(const at::Tensor& self, at::OptionalIntArrayRef dim,
                                      const std::optional<std::string>& algorithm) {
-  bool full = true;
-  if (dim.has_value() && !dim->empty()) {
-    // Raises torch's errors for out-of-range and repeated dims.
+  // Whether every dim is reduced; raises torch's errors for out-of-range and
+  // repeated dims. Only asked where a ladder step is in play: every other sum
+  // call goes on to the front end, which checks its dims once.
+  const auto reduces_every_dim = [&] {
+    if (!dim.has_value() || dim->empty()) return true;
     const auto mask = at::dim_list_to_bitset(*dim, self.dim());
-    for (int64_t d = 0; d < self.dim(); ++d) full = full && mask[d];
-  }
+    for (int64_t d = 0; d < self.dim(); ++d)
+      if (!mask[d]) return false;
+    return true;
+  };
   if (!algorithm) {
-    if (!self.is_cuda() || !full) return std::nullopt;
+    if (!self.is_cuda()) return std::nullopt;
     const auto step = environment_algorithm();
-    return step == Algorithm::Default ? std::nullopt : step;
+    if (!step || *step == Algorithm::Default || !reduces_every_dim()) return std::nullopt;
+    return step;
   }
+  const bool full = reduces_every_dim();
   const Algorithm step = parse_algorithm(*algorithm);
   if (step == Algorithm::Default) return std::nullopt;
   TORCH_CHECK(self.is_cuda(), "torch_reduce.sum: algorithm '", *algorithm, "' is a CUDA kernel; tensors on ",
