@@ -15,21 +15,36 @@ import shutil
 import subprocess
 import sys
 
-# Loads the library alone (not the package), then raises a bad-dim error
-# through the dispatcher and through the module's fast path.
+# Loads the library alone (not the package), then makes it raise through the
+# dispatcher and through the module's fast path, on the CPU and, where there is
+# one, the GPU. The errors come from the three places a throw can start: libc10
+# (a dim out of range), an ATen header inlined into the library (a repeated dim)
+# and the library's own checks (an empty reduction). The /opt/gcc wrapper's
+# library survives the first and crashes on the other two.
 _CHECK = r"""
 import importlib.util, sys
 import torch
 spec = importlib.util.spec_from_file_location("torch_reduce._C", sys.argv[1])
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
-for name, call in (("torch.ops.torch_reduce.sum", lambda: torch.ops.torch_reduce.sum(torch.ones(3), [5])),
-                   ("_C.sum", lambda: module.sum(torch.ones(3), 5, False))):
-    try:
-        call()
-    except IndexError:
-        continue
-    sys.exit(name + ": a dim out of range raised no IndexError")
+ops = torch.ops.torch_reduce
+cuda = torch.cuda.is_available() and torch._C._dispatch_has_kernel_for_dispatch_key("torch_reduce::sum", "CUDA")
+devices = ["cpu"] + (["cuda"] if cuda else [])
+for device in devices:
+    x, empty = torch.ones(3, 4, device=device), torch.ones(0, device=device)
+    for name, call, error in (
+        ("torch.ops.torch_reduce.sum, dim out of range", lambda: ops.sum(x, [5]), IndexError),
+        ("torch.ops.torch_reduce.sum, repeated dim", lambda: ops.sum(x, [0, 0]), RuntimeError),
+        ("torch.ops.torch_reduce.amax, empty dim", lambda: ops.amax(empty, [0]), IndexError),
+        ("_C.sum, dim out of range", lambda: module.sum(x, 5, False), IndexError),
+        ("_C.sum, repeated dim", lambda: module.sum(x, (0, 0), False), RuntimeError),
+        ("_C.amax, empty dim", lambda: module.amax(empty, 0, False), IndexError),
+    ):
+        try:
+            call()
+        except error:
+            continue
+        sys.exit(f"{name} on {device}: raised no {error.__name__}")
 """
 
 SYSTEM_COMPILERS = ("/usr/bin/gcc", "/usr/bin/g++")
