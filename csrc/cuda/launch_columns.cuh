@@ -12,7 +12,7 @@
 #include <optional>
 
 #include "gathered_rows.cuh"
-#include "launch_config.cuh"
+#include "column_config.cuh"
 #include "output.cuh"
 #include "workspace.h"
 
