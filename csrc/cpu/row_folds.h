@@ -145,10 +145,10 @@ C10_ALWAYS_INLINE acc_t fold_contiguous(const scalar_t* x, int64_t n, const Op& 
   // Each run is a vectorised call of its own, never a loop inside one: gcc
   // 12.2 -O3 miscompiles the AVX2 / AVX-512 lanes of int8/int16 -> int64 sums
   // once they sit in an outer loop, be it over runs or over rows.
-  acc_t acc;
+  acc_t acc{};  // set by the call; initialised for gcc 13's -Wmaybe-uninitialized
   run_vectorised([&](auto isa) { acc = fold_run<scalar_t, acc_t>(isa, x, std::min(n, run), op); });
   for (int64_t i = run; i < n; i += run) {
-    acc_t next;
+    acc_t next{};
     run_vectorised([&](auto isa) { next = fold_run<scalar_t, acc_t>(isa, x + i, std::min(n - i, run), op); });
     acc = op.combine(acc, next);
   }

@@ -49,9 +49,7 @@ struct Mean {
     if (is_reduced_precision(self) && result == at::kFloat) return {self, result, result};
     return {result, result, result};
   }
-  static at::ScalarType stage_dtype(const DtypePlan& d) {
-    return is_reduced_precision(d.input) ? at::kFloat : d.kernel;
-  }
+  static at::ScalarType stage_dtype(const DtypePlan& d) { return accumulator_dtype(d); }
   static constexpr EmptyReduction kEmpty = EmptyReduction::NaN;
   static constexpr RepeatRule kRepeats = RepeatRule::Invariant;
   static constexpr AutocastPolicy kAutocast = AutocastPolicy::None;

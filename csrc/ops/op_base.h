@@ -84,6 +84,13 @@ inline void check_kernel_dtype(const char* name, at::ScalarType t, const char* w
 
 inline bool is_reduced_precision(at::ScalarType t) { return t == at::kHalf || t == at::kBFloat16; }
 
+// The dtype of a fold's accumulator, for ops that fold values (sum, mean):
+// float for half and bfloat16 inputs, else the kernel's dtype. Their stages
+// pass partials of this dtype, so a staged fold rounds as an unstaged one.
+inline at::ScalarType accumulator_dtype(const DtypePlan& d) {
+  return is_reduced_precision(d.input) ? at::kFloat : d.kernel;
+}
+
 // Two's-complement wrap-around like torch.sum on integers; signed overflow
 // is undefined behaviour in C++, so add as unsigned.
 template <typename acc_t>

@@ -59,9 +59,7 @@ struct Sum {
     return {result, result, result};
   }
   // What stages pass between them: the accumulator's dtype.
-  static at::ScalarType stage_dtype(const DtypePlan& d) {
-    return is_reduced_precision(d.input) ? at::kFloat : d.kernel;
-  }
+  static at::ScalarType stage_dtype(const DtypePlan& d) { return accumulator_dtype(d); }
   static constexpr EmptyReduction kEmpty = EmptyReduction::Zero;
   static constexpr RepeatRule kRepeats = RepeatRule::Multiply;
   static constexpr AutocastPolicy kAutocast = AutocastPolicy::Float32IfNoDtype;
