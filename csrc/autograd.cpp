@@ -3,19 +3,28 @@
 // every call). The formulas are the ops objects' (backward, tangent); this
 // file only saves what they need and routes the modes.
 //
-// Backward uses differentiable ATen ops, so double backward works. Forward
-// mode (torch.autograd.forward_ad, torch.func.jvp): the kernels below this
-// key see no tangents, and a C++ autograd Function has no jvp, so each op
-// sets its result's tangent here (without it the tangent was silently
-// dropped: a zero jvp).
+// It works as ATen's generated kernels (VariableType) do: the op runs below
+// autograd, and where its input needs a gradient the result gets a node of
+// its own (Backward<Spec>) as its grad_fn. Not a torch::autograd::Function:
+// torch.func's transforms (grad, vjp, jacrev) refuse those, while a plain
+// node is what they handle for every ATen op (functorch wraps the tensors and
+// runs this kernel once per level). Backward uses differentiable ATen ops, so
+// double backward works.
+//
+// Forward mode (torch.autograd.forward_ad, torch.func.jvp): the kernels below
+// this key see no tangents, so each op sets its result's tangent here
+// (without it the tangent was silently dropped: a zero jvp).
 //
 // Every op's arguments begin (self, dim, keepdim).
 #include <ATen/ATen.h>
 #include <ATen/WrapDimUtilsMulti.h>
-#include <torch/autograd.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/functions/utils.h>
 #include <torch/library.h>
 
+#include <mutex>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 #include "op_handles.h"
@@ -24,8 +33,9 @@
 namespace torch_reduce {
 namespace {
 
-using torch::autograd::AutogradContext;
-using torch::autograd::tensor_list;
+using torch::autograd::Node;
+using torch::autograd::SavedVariable;
+using torch::autograd::variable_list;
 
 // The reduced dims, ascending; every dim for dim=None or dim=[].
 std::vector<int64_t> reduced_dims(const at::Tensor& self, at::OptionalIntArrayRef dim) {
@@ -43,6 +53,58 @@ at::Tensor call_with_input(const at::Tensor& input, const Tuple& args, std::inde
   return op_handle<Spec>().call(input, std::get<I + 1>(args)...);
 }
 
+// A new node, owned the way the torch it is built against owns nodes: torch
+// 2.4 shares them (std::shared_ptr, freed through deleteNode, which frees a
+// long chain of nodes without deep recursion); later releases count
+// references in the node itself (c10::intrusive_ptr).
+template <typename T>
+auto make_node() {
+  if constexpr (std::is_base_of_v<c10::intrusive_ptr_target, Node>) return c10::make_intrusive<T>();
+  else return std::shared_ptr<T>(new T(), [](T* node) { deleteNode(node); });
+}
+
+// The releases with torch.autograd.graph.node_creation_hook run its callbacks
+// where a kernel attaches its node, once the node is complete (as ATen's do).
+template <typename Ptr>
+void node_created([[maybe_unused]] const Ptr& node) {
+#if __has_include(<torch/csrc/autograd/node_creation_hook.h>)
+  torch::autograd::fire_node_creation_hooks(node);
+#endif
+}
+
+// The backward of one call: what Gradient needs of the call, and the input
+// and result for ops with kBackwardSavesTensors (left empty otherwise).
+template <typename Spec>
+struct Backward : public Node {
+  std::vector<int64_t> dims;
+  bool keepdim = false;
+  std::vector<int64_t> sizes;
+  at::ScalarType dtype = at::kFloat;
+  SavedVariable input;
+  SavedVariable result;
+
+  std::string name() const override { return std::string("torch_reduce::") + Spec::kName + "Backward"; }
+
+  variable_list apply(variable_list&& grads) override {
+    // Against release_variables from another thread (Node's rule for saved variables).
+    std::lock_guard<std::mutex> lock(mutex_);
+    variable_list out(1);
+    // An undefined gradient is a zero one, and so is the input's.
+    if (!grads[0].defined() || !task_should_compute_output(0)) return out;
+    Gradient g{grads[0], dims, keepdim, sizes, dtype};
+    g.input = input.unpack();
+    g.result = result.unpack(getptr());
+    out[0] = Spec::backward(g);
+    return out;
+  }
+
+  void release_variables() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    input.reset_data();
+    result.reset_data();
+  }
+};
+
 template <typename Spec, typename Signature = typename Spec::Signature>
 struct Autograd;
 
@@ -50,49 +112,34 @@ template <typename Spec, typename... Args>
 struct Autograd<Spec, at::Tensor(Args...)> {
   using Rest = std::make_index_sequence<sizeof...(Args) - 1>;
 
-  struct Function : public torch::autograd::Function<Function> {
-    static at::Tensor forward(AutogradContext* ctx, Args... args) {
-      const auto tuple = std::forward_as_tuple(args...);
-      const at::Tensor& self = std::get<0>(tuple);
-      at::Tensor result;
-      {
-        at::AutoDispatchBelowADInplaceOrView guard;
-        result = op_handle<Spec>().call(args...);
-      }
-      ctx->saved_data["dims"] = reduced_dims(self, std::get<1>(tuple));
-      ctx->saved_data["keepdim"] = std::get<2>(tuple);
-      ctx->saved_data["sizes"] = self.sizes().vec();
-      ctx->saved_data["dtype"] = self.scalar_type();
-      if constexpr (Spec::kBackwardSavesTensors) ctx->save_for_backward({self, result});
-      return result;
-    }
-    static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-      Gradient g{grads[0],
-                 ctx->saved_data["dims"].toIntVector(),
-                 ctx->saved_data["keepdim"].toBool(),
-                 ctx->saved_data["sizes"].toIntVector(),
-                 ctx->saved_data["dtype"].toScalarType()};
-      if constexpr (Spec::kBackwardSavesTensors) {
-        const auto saved = ctx->get_saved_variables();
-        g.input = saved[0];
-        g.result = saved[1];
-      }
-      tensor_list out(sizeof...(Args));
-      out[0] = Spec::backward(g);
-      return out;
-    }
-  };
-
-  // The op's result for an input without a tangent: straight from the kernel
-  // where no gradient can be needed (the common inference case stays
-  // cheap), else through the Function.
+  // The op's result for an input without a tangent, with its backward node
+  // where the input needs a gradient and the result's dtype can have one (an
+  // integer sum of a float input gives a result without a gradient, where
+  // torch.sum raises).
   template <typename Tuple>
   static at::Tensor primal_result(const at::Tensor& input, const Tuple& args) {
-    if (!(at::GradMode::is_enabled() && input.requires_grad())) {
+    at::Tensor result;
+    {
       at::AutoDispatchBelowADInplaceOrView guard;
-      return call_with_input<Spec>(input, args, Rest{});
+      result = call_with_input<Spec>(input, args, Rest{});
     }
-    return std::apply([&](const auto&, const auto&... rest) { return Function::apply(input, rest...); }, args);
+    if (!torch::autograd::compute_requires_grad(input) || !torch::autograd::isDifferentiableType(result.scalar_type()))
+      return result;
+    auto node = make_node<Backward<Spec>>();
+    node->set_next_edges(torch::autograd::collect_next_edges(input));
+    node->dims = reduced_dims(input, std::get<1>(args));
+    node->keepdim = std::get<2>(args);
+    node->sizes = input.sizes().vec();
+    node->dtype = input.scalar_type();
+    torch::autograd::set_history(result, node);
+    // The result is saved after set_history, as an output: the node holds no
+    // strong reference to itself through it.
+    if constexpr (Spec::kBackwardSavesTensors) {
+      node->input = SavedVariable(input, /*is_output=*/false);
+      node->result = SavedVariable(result, /*is_output=*/true);
+    }
+    node_created(node);
+    return result;
   }
 
   static at::Tensor kernel(Args... args) {

@@ -1,10 +1,10 @@
-"""Autograd: every op's gradients are torch's, in reverse and forward mode and under torch.func.
+"""Autograd: every op's gradients are torch's, in reverse and forward mode (torch.func's
+transforms: test_func.py).
 
 gradcheck and gradgradcheck (forward mode too); input gradients equal torch's for every float
 dtype and dim form, the gradient of amax/amin split evenly among ties; forward-mode tangents
-equal torch's, with backward through the same call; torch.func.jvp, jacfwd and vmap give
-torch's results, torch.func.grad is refused with an error; dtype= gives the gradient in the
-input's dtype; empty inputs and integer inputs.
+equal torch's, with backward through the same call; dtype= gives the gradient in the input's
+dtype; empty inputs and integer inputs.
 """
 import pytest
 import torch
@@ -124,30 +124,6 @@ def test_forward_and_backward_at_once(device, op):
     x2 = x.detach().clone().requires_grad_()
     getattr(torch, op)(x2, 1).sum().backward()
     torch.testing.assert_close(x.grad, x2.grad)
-
-
-@pytest.mark.filterwarnings("ignore:There is a performance drop")
-@pytest.mark.parametrize("op", ALL_OPS)
-def test_torch_func_jvp_and_vmap(device, op):
-    """torch.func.jvp, jacfwd and vmap give torch's results (vmap through torch's per-sample
-    fallback, which warns of it: the ops have no batching rule)."""
-    x = torch.randn(3, 4, 5, dtype=torch.float64, device=device)
-    tangent = torch.randn_like(x)
-    ours_fn, torch_fn = getattr(torch_reduce, op), getattr(torch, op)
-    ours = torch.func.jvp(lambda v: ours_fn(v, 1), (x,), (tangent,))
-    theirs = torch.func.jvp(lambda v: torch_fn(v, 1), (x,), (tangent,))
-    torch.testing.assert_close(ours, theirs)
-    jacobian = torch.func.jacfwd(lambda v: ours_fn(v, 0))(x[0])
-    torch.testing.assert_close(jacobian, torch.func.jacfwd(lambda v: torch_fn(v, 0))(x[0]))
-    torch.testing.assert_close(torch.vmap(lambda v: ours_fn(v, 1))(x), torch_fn(x, 2))
-
-
-def test_torch_func_grad_is_refused_with_an_error(device):
-    """torch.func's reverse-mode transforms (grad, vjp, jacrev) cannot run the ops' C++ autograd
-    Function: they raise rather than return a wrong gradient."""
-    x = torch.randn(3, 4, dtype=torch.float64, device=device)
-    with pytest.raises(RuntimeError, match="functorch transforms"):
-        torch.func.grad(lambda v: torch_reduce.sum(v))(x)
 
 
 @pytest.mark.parametrize("op", DTYPE_OPS)

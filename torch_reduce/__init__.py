@@ -13,6 +13,7 @@ from .selection import algorithms, get_default_algorithm, set_default_algorithm,
 from .ops import OPS as _OPS
 from .ops import WRAPPERS as _WRAPPERS
 from .ops import sum
+from . import batching as _batching  # noqa: F401 (registers the ops' vmap rules)
 from .explain import Plan, explain
 
 # One wrapper per op of the op list (csrc/op_list.h): torch_reduce.mean, .amax, ...

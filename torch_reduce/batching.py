@@ -1,0 +1,65 @@
+"""vmap batching rules: under torch.vmap each op makes one call on the batched
+tensor, where torch's per-sample fallback would call it once per sample (and
+warn of the cost).
+
+Every op of the op list gets its rule from its schema: its arguments begin
+(self, dim, keepdim); the rest (dtype, sum's algorithm) pass through. The rule
+reduces the sample's dims as dims of the batch, the batch dim put first.
+Registered from Python: a rule is entered only under vmap, so a plain call
+costs no more. torch releases without torch.library.register_vmap (2.4) keep
+the per-sample fallback."""
+from typing import Callable, List, Optional, Sequence
+
+import torch
+
+from .ops import OPS
+
+
+def _wrap_dim(dim: int, rank: int) -> int:
+    """dim in [0, rank), with torch's error; a 0-dim sample takes 0 and -1, as torch's reductions do."""
+    bound = max(rank, 1)
+    if not -bound <= dim < bound:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-bound}, {bound - 1}], but got {dim})")
+    return dim % bound
+
+
+def _batch_dims(dim: Optional[Sequence[int]], rank: int) -> List[int]:
+    """The sample's reduced dims (every dim for None or []) as dims of the batch, whose dim 0 is the batch dim."""
+    if not dim:
+        return list(range(1, rank + 1))
+    wrapped = [_wrap_dim(d, rank) for d in dim]
+    for i, d in enumerate(wrapped):
+        if d in wrapped[:i]:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+    return [d + 1 for d in wrapped]
+
+
+def _make_rule(op: torch._ops.OpOverload) -> Callable:
+    defaults = {a.name: a.default_value for a in op._schema.arguments}
+
+    # The dispatcher leaves out trailing arguments equal to their defaults,
+    # and keepdim may come by name: both land in the parameters below.
+    def rule(info, in_dims, self, dim=defaults["dim"], keepdim=defaults["keepdim"], **kwargs):
+        batch_dim = in_dims[0]
+        if batch_dim is None:
+            return op(self, dim, keepdim=keepdim, **kwargs), None
+        batch = self.movedim(batch_dim, 0)
+        if kwargs.get("algorithm") not in (None, "default"):
+            # A ladder step reduces all of one tensor (csrc/cuda/ladder/): it has no batched form.
+            return torch.stack([op(sample, dim, keepdim=keepdim, **kwargs) for sample in batch.unbind(0)]), 0
+        rank = batch.dim() - 1
+        dims = _batch_dims(dim, rank)
+        if rank == 0:
+            # Each sample is one element: reduce it over a dim of size 1, so
+            # that it still gets the op's result dtype (an int64 sum of int8).
+            batch, dims, keepdim = batch.unsqueeze(1), [1], False
+        return op(batch, dims, keepdim=keepdim, **kwargs), 0
+
+    return rule
+
+
+_register_vmap = getattr(torch.library, "register_vmap", None)
+if _register_vmap is not None:
+    for _name in OPS:
+        _op = getattr(torch.ops.torch_reduce, _name).default
+        _register_vmap(_op, _make_rule(_op))
