@@ -1,11 +1,11 @@
 """Checks that an sdist holds every file the build and the tests need: each
-git-tracked file under csrc/, build_support/, torch_reduce/ and tests/, and the
-top-level build files. Usage: python scripts/check_sdist.py dist/torch_reduce-*.tar.gz"""
+git-tracked file under csrc/, build_support/, torch_reduce/, tests/ and examples/ (which
+tests/test_export.py runs), and the top-level build files. Usage: python scripts/check_sdist.py dist/torch_reduce-*.tar.gz"""
 import subprocess
 import sys
 import tarfile
 
-NEEDED = ["csrc", "build_support", "torch_reduce", "tests", "setup.py", "pyproject.toml", "MANIFEST.in",
+NEEDED = ["csrc", "build_support", "torch_reduce", "tests", "examples", "setup.py", "pyproject.toml", "MANIFEST.in",
           "LICENSE", "README.md"]
 
 tracked = subprocess.run(["git", "ls-files", *NEEDED], capture_output=True, text=True, check=True).stdout.split()
