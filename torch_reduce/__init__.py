@@ -14,6 +14,7 @@ from .ops import OPS as _OPS
 from .ops import WRAPPERS as _WRAPPERS
 from .ops import sum
 from . import batching as _batching  # noqa: F401 (registers the ops' vmap rules)
+from . import sharding as _sharding  # noqa: F401 (registers the ops' DTensor sharding rules)
 from .explain import Plan, explain
 
 # One wrapper per op of the op list (csrc/op_list.h): torch_reduce.mean, .amax, ...
