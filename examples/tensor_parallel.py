@@ -105,7 +105,13 @@ def tensor_parallel(rank: int, steps: int, backend: str, rendezvous: str, result
     losses = train(model, steps, device, to_input=lambda t: distribute_tensor(t, mesh, [Replicate()]))
     if rank == 0:
         results.put(losses)
+    dist.barrier()  # every rank's collectives are done before the group goes
     dist.destroy_process_group()
+    # Leave without the interpreter's teardown: there, torch's gloo threads can still free
+    # tensors and abort the process ("terminate called without an active exception").
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def main() -> int:
