@@ -152,6 +152,8 @@ struct Autograd<Spec, at::Tensor(Args...)> {
     // The primal keeps the input's backward graph, so both modes work at once.
     const at::Tensor primal = self._fw_primal(kLevel);
     at::Tensor result = primal_result(primal, tuple);
+    // An integer or bool result (any, all, an integer dtype=) has no tangent.
+    if (!torch::autograd::isDifferentiableType(result.scalar_type())) return result;
     const Tangent t{primal, result, reduced_dims(primal, std::get<1>(tuple)), std::get<2>(tuple)};
     const auto same_op = [&](const at::Tensor& x) { return call_with_input<Spec>(x, tuple, Rest{}); };
     result._set_fw_grad(Spec::tangent(t, tangent, same_op), kLevel, /*is_inplace_op=*/false);

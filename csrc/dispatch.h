@@ -118,6 +118,44 @@ void dispatch_integral_exact(const char* op, at::ScalarType in, F&& f) {
   }
 }
 
+// Logical ops (any, all): the input's type holds 0 or 1 (half and bfloat16
+// in float); the output is bool, or uint8 for uint8, as torch's.
+template <typename F>
+void dispatch_floating_logical(const char* op, at::ScalarType in, F&& f) {
+  switch (in) {
+    case at::kFloat:
+      return f(ReduceTypes<float, float, bool>{});
+    case at::kDouble:
+      return f(ReduceTypes<double, double, bool>{});
+    case at::kHalf:
+      return f(ReduceTypes<at::Half, float, bool>{});
+    case at::kBFloat16:
+      return f(ReduceTypes<at::BFloat16, float, bool>{});
+    default:
+      no_kernel_for(op, in, at::kBool);
+  }
+}
+
+template <typename F>
+void dispatch_integral_logical(const char* op, at::ScalarType in, F&& f) {
+  switch (in) {
+    case at::kBool:
+      return f(ReduceTypes<bool, bool, bool>{});
+    case at::kByte:
+      return f(ReduceTypes<uint8_t, uint8_t, uint8_t>{});
+    case at::kChar:
+      return f(ReduceTypes<int8_t, int8_t, bool>{});
+    case at::kShort:
+      return f(ReduceTypes<int16_t, int16_t, bool>{});
+    case at::kInt:
+      return f(ReduceTypes<int32_t, int32_t, bool>{});
+    case at::kLong:
+      return f(ReduceTypes<int64_t, int64_t, bool>{});
+    default:
+      no_kernel_for(op, in, at::kBool);
+  }
+}
+
 template <typename Spec>
 constexpr bool has_kernels_for(TypeFamily family) {
   return family == TypeFamily::Floating || Spec::kIntegralKernels;

@@ -6,9 +6,12 @@
 // (setup.py). Adding an op: docs/DESIGN.md, "Adding an op".
 #pragma once
 
+#include "ops/all.h"
 #include "ops/amax.h"
 #include "ops/amin.h"
+#include "ops/any.h"
 #include "ops/mean.h"
+#include "ops/prod.h"
 #include "ops/sum.h"
 
 // X(name, OpsObject, input families its kernels take: Floating or
@@ -17,4 +20,7 @@
   X(sum, Sum, FloatingAndIntegral)    \
   X(mean, Mean, Floating)             \
   X(amax, Amax, FloatingAndIntegral)  \
-  X(amin, Amin, FloatingAndIntegral)
+  X(amin, Amin, FloatingAndIntegral)  \
+  X(prod, Prod, FloatingAndIntegral)  \
+  X(any, Any, FloatingAndIntegral)    \
+  X(all, All, FloatingAndIntegral)

@@ -55,6 +55,8 @@ at::Tensor empty_reduction(const OpSemantics& op, at::IntArrayRef shape, const a
   switch (op.empty) {
     case EmptyReduction::Zero:
       return at::zeros(shape, options);
+    case EmptyReduction::One:
+      return at::ones(shape, options);
     case EmptyReduction::NaN:
       return at::full(shape, std::numeric_limits<double>::quiet_NaN(), options);
     case EmptyReduction::Error:
@@ -63,10 +65,25 @@ at::Tensor empty_reduction(const OpSemantics& op, at::IntArrayRef shape, const a
   TORCH_INTERNAL_ASSERT(false, "torch_reduce.", op.name, ": an empty reduction without an identity");
 }
 
+// x ** n, elementwise; integers wrap around as their product does (n > 0).
+at::Tensor wrapping_power(const at::Tensor& x, int64_t n) {
+  if (x.is_floating_point()) return x.pow(static_cast<double>(n));
+  // Squaring and multiplying: int64 products wrap modulo 2^64 like the fold's.
+  at::Tensor result = at::ones_like(x), base = x.clone();
+  for (; n > 0; n >>= 1) {
+    if (n & 1) result.mul_(base);
+    if (n > 1) base.mul_(base);
+  }
+  return result;
+}
+
 }  // namespace
 
 at::Tensor reduce_front_end(const OpSemantics& op, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                             std::optional<at::ScalarType> dtype, const Backend& backend) {
+  // No dims: each element reduced on its own, as one over a new dim of size 1.
+  if (dim.has_value() && dim->empty() && op.empty_dims == EmptyDimList::NoDims)
+    return reduce_front_end(op, self.unsqueeze(-1), at::IntArrayRef{-1}, false, dtype, backend);
   const DtypePlan dtypes = op.dtypes(self.scalar_type(), dtype);
   const int64_t ndim = self.dim();
 
@@ -101,10 +118,14 @@ at::Tensor reduce_front_end(const OpSemantics& op, const at::Tensor& self, at::O
       distinct.input.scalar_type() == dtypes.input ? distinct.input : distinct.input.to(dtypes.input);
   const at::ScalarType stage = op.stage_dtype(dtypes);
   at::Tensor out;
-  if (op.repeats == RepeatRule::Multiply && distinct.repeats > 1) {
-    // The fold of the distinct values times their repeats, in the accumulator dtype: the repeats
-    // take one rounding where their fold took one a repeat (integers wrap as the fold does).
-    out = reduce_dims(input, reduced, stage, stage, backend).mul_(distinct.repeats).to(dtypes.kernel);
+  if (op.repeats != RepeatRule::Invariant && distinct.repeats > 1) {
+    // The fold of the distinct values times their repeats (a sum), or to their power (a
+    // product), in the accumulator dtype: the repeats take one rounding where their fold took
+    // one a repeat (integers wrap as the fold does).
+    out = reduce_dims(input, reduced, stage, stage, backend);
+    if (op.repeats == RepeatRule::Multiply) out.mul_(distinct.repeats);
+    else out = wrapping_power(out, distinct.repeats);
+    out = out.to(dtypes.kernel);
   } else {
     out = reduce_dims(input, reduced, dtypes.kernel, stage, backend);
   }

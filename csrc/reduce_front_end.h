@@ -21,11 +21,13 @@ struct OpSemantics {
   at::ScalarType (*stage_dtype)(const DtypePlan& dtypes);  // what stages pass between them
   EmptyReduction empty;
   RepeatRule repeats;
+  EmptyDimList empty_dims;
 };
 
 template <typename Spec>
 const OpSemantics& semantics_of() {
-  static const OpSemantics semantics{Spec::kName, &Spec::dtypes, &Spec::stage_dtype, Spec::kEmpty, Spec::kRepeats};
+  static const OpSemantics semantics{Spec::kName, &Spec::dtypes, &Spec::stage_dtype, Spec::kEmpty, Spec::kRepeats,
+                                      Spec::kEmptyDims};
   return semantics;
 }
 

@@ -32,12 +32,24 @@ bool built_with_cuda() {
 #endif
 }
 
+// The ops for which dim=[] reduces nothing (EmptyDimList::NoDims), for the
+// Python rules (vmap, sharding) that read the dims.
+std::vector<std::string> empty_dims_reduce_nothing() {
+  std::vector<std::string> names;
+#define TORCH_REDUCE_NO_DIMS(name, Spec, families) \
+  if (Spec::kEmptyDims == EmptyDimList::NoDims) names.push_back(#name);
+  TORCH_REDUCE_FOR_EACH_OP(TORCH_REDUCE_NO_DIMS)
+#undef TORCH_REDUCE_NO_DIMS
+  return names;
+}
+
 TORCH_LIBRARY(torch_reduce, m) {
 #define TORCH_REDUCE_DEFINE(name, Spec, families) m.def(Spec::kSchema);
   TORCH_REDUCE_FOR_EACH_OP(TORCH_REDUCE_DEFINE)
 #undef TORCH_REDUCE_DEFINE
   m.def("algorithms() -> str[]", &algorithms);
   m.def("built_with_cuda() -> bool", &built_with_cuda);
+  m.def("empty_dims_reduce_nothing() -> str[]", &empty_dims_reduce_nothing);
   m.def("explain(Tensor self, str op, int[1]? dim=None, bool keepdim=False, ScalarType? dtype=None, "
         "str? device=None) -> str",
         &explain);

@@ -57,6 +57,11 @@ class Op:
     exact: bool
     #: The dim argument that means every dim, for the op's torch.ops overload and torch function.
     all_dims: object
+    #: Each element adds a rounding relative to the result (a product), rather than one relative
+    #: to the sum of |x| (a sum): the tolerance grows with the number of elements reduced.
+    error_per_element: bool = False
+    #: Floating inputs give a result with a gradient (any and all give bools).
+    differentiable: bool = True
 
     @property
     def empty_raises(self):
@@ -81,9 +86,17 @@ OPS = {
            all_dims=None),
         Op("amax", torch.amax, takes_dtype=False, dtypes=tuple(ALL_DTYPES), empty_result=None, exact=True, all_dims=()),
         Op("amin", torch.amin, takes_dtype=False, dtypes=tuple(ALL_DTYPES), empty_result=None, exact=True, all_dims=()),
+        Op("prod", torch_reduce.ops._prod, takes_dtype=True, dtypes=tuple(ALL_DTYPES), empty_result=1, exact=False,
+           all_dims=None, error_per_element=True),
+        Op("any", torch.any, takes_dtype=False, dtypes=tuple(ALL_DTYPES), empty_result=False, exact=True,
+           all_dims=None, differentiable=False),
+        Op("all", torch.all, takes_dtype=False, dtypes=tuple(ALL_DTYPES), empty_result=True, exact=True,
+           all_dims=None, differentiable=False),
     ]
 }
 ALL_OPS = list(OPS)
+#: The ops whose floating results have a gradient (all but any and all).
+GRAD_OPS = [name for name, op in OPS.items() if op.differentiable]
 DTYPE_OPS = [name for name, op in OPS.items() if op.takes_dtype]
 
 

@@ -21,11 +21,11 @@ from typing import Optional, Tuple
 import torch
 import torch.distributed as dist
 
-from cases import OPS, _id, raw_dims, reduce, torch_reference
+from cases import GRAD_OPS, OPS, _id, raw_dims, reduce, torch_reference
 from conftest import assert_matches_reference, make_tensor
 
 #: The Partial each op's results over a sharded reduced dim are (mean: each rank's share of it).
-PARTIAL_OF = {"sum": "sum", "mean": "sum", "amax": "max", "amin": "min"}
+PARTIAL_OF = {"sum": "sum", "mean": "sum", "amax": "max", "amin": "min", "prod": "product", "any": "max", "all": "min"}
 #: dtype= arguments: (input dtype, dtype=) for the ops that take it.
 DTYPE_ARGUMENTS = [(torch.float16, torch.float32), (torch.bfloat16, torch.float64), (torch.int8, torch.float64)]
 #: Results no collective of gloo or NCCL carries (their full_tensor() cannot be gathered).
@@ -74,7 +74,7 @@ def _value_cases():
 
 
 def _gradient_cases():
-    return [Case(op, (p,), dim=dim, dtype=torch.float64, call=call, kind="gradients") for op in OPS
+    return [Case(op, (p,), dim=dim, dtype=torch.float64, call=call, kind="gradients") for op in GRAD_OPS
             for p in ("S0", "S1", "R") for dim in (None, 0, (0, 2)) for call in ("wrapper", "torch.ops")
             if call == "wrapper" or p == "S0"]
 
@@ -86,7 +86,7 @@ def _four_rank_cases():
     mesh_2d = [Case(op, p, shape=(3, 6, 5), dim=dim, mesh_shape=(2, 2)) for op in OPS for p in placements
                for dim in (None, 0, (1, 2))]
     gradients = [Case(op, ("S0", "S1"), shape=(3, 6, 5), dim=1, dtype=torch.float64, kind="gradients",
-                      mesh_shape=(2, 2)) for op in OPS]
+                      mesh_shape=(2, 2)) for op in GRAD_OPS]
     # 5 over 4 ranks splits 2, 2, 1, 0: rank 3 holds none of dim 0.
     empty_shards = [Case(op, ("S0",), shape=(5, 3), dim=dim, keepdim=keepdim, mesh_shape=(4,)) for op in OPS
                     for dim in (None, 0, 1) for keepdim in (False, True)]

@@ -11,7 +11,7 @@ import torch
 import torch.autograd.forward_ad as fwAD
 
 import torch_reduce
-from cases import ALL_OPS, DTYPE_OPS, FLOAT_DTYPES, OPS, _id, reduce, torch_reference
+from cases import ALL_OPS, DTYPE_OPS, GRAD_OPS, FLOAT_DTYPES, OPS, _id, reduce, torch_reference
 
 GRAD_CASES = [
     ((4, 5), None, False),
@@ -41,15 +41,31 @@ def _extremum_or_random(op, shape, dtype, device):
 GRAD_TOL = {torch.float16: 1e-3, torch.bfloat16: 1e-2}
 
 
-@pytest.mark.parametrize("op", ["sum", "mean"])
+@pytest.mark.parametrize("op", ["sum", "mean", "prod"])
 @pytest.mark.parametrize("shape,dim,keepdim", GRAD_CASES, ids=GRAD_IDS)
-def test_gradcheck_sum_mean(device, op, shape, dim, keepdim):
+def test_gradcheck_folds(device, op, shape, dim, keepdim):
     x = torch.randn(shape, dtype=torch.float64, device=device, requires_grad=True)
     assert torch.autograd.gradcheck(lambda t: reduce(op, t, dim, keepdim), (x,), check_forward_ad=True)
     assert torch.autograd.gradgradcheck(lambda t: reduce(op, t, dim, keepdim), (x,))
 
 
-@pytest.mark.parametrize("op", ALL_OPS)
+@pytest.mark.parametrize("zeros", [1, 2], ids=["one-zero", "two-zeros"])
+@pytest.mark.parametrize("dim", [None, 1, (0, 1)], ids=_id)
+def test_prod_gradient_with_zeros(device, zeros, dim):
+    """A zero's gradient is the product of the others; with two zeros in an output, every gradient
+    is 0 (torch's formula: the gradient is not result / x)."""
+    x = torch.randn(3, 5, dtype=torch.float64, device=device)
+    x[0, :zeros] = 0
+    x[2, 3:3 + zeros] = 0
+    x.requires_grad_()
+    assert torch.autograd.gradcheck(lambda t: reduce("prod", t, dim), (x,), check_forward_ad=True)
+    assert torch.autograd.gradgradcheck(lambda t: reduce("prod", t, dim), (x,))
+    ours = torch.autograd.grad(reduce("prod", x, dim).sum(), x)[0]
+    theirs = torch.autograd.grad(torch_reference("prod", x, dim).sum(), x)[0]
+    torch.testing.assert_close(ours, theirs)
+
+
+@pytest.mark.parametrize("op", GRAD_OPS)
 @pytest.mark.parametrize("shape,dim,keepdim", GRAD_CASES, ids=GRAD_IDS)
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=_id)
 def test_gradient_equals_torch(device, op, shape, dim, keepdim, dtype):
@@ -92,25 +108,28 @@ def test_gradcheck_extremum_without_ties(device, op, dim):
     assert torch.autograd.gradcheck(lambda t: fn(t) if dim is None else fn(t, dim), (x,), check_forward_ad=True)
 
 
-@pytest.mark.parametrize("op", ALL_OPS)
+@pytest.mark.parametrize("op", GRAD_OPS)
 @pytest.mark.parametrize("shape,dim,keepdim", GRAD_CASES, ids=GRAD_IDS)
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=_id)
 def test_forward_ad_tangent_equals_torch(device, op, shape, dim, keepdim, dtype):
     """Forward mode (torch.autograd.forward_ad): the result's tangent equals torch's (ties of
-    amax/amin share the tangent evenly), and its primal is the op's own result."""
+    amax/amin share the tangent evenly), and its primal is the op's own result. For float16 and
+    bfloat16, torch's formula is evaluated in float64 and rounded once: torch's own half-precision
+    tangent of a product rounds at each step (a few ulps on the GPU), ours accumulates in float."""
     x = _extremum_or_random(op, shape, dtype, device)
     tangent = torch.randn(shape, dtype=dtype, device=device)
+    wide = torch.float64 if dtype in (torch.float16, torch.bfloat16) else dtype
     with fwAD.dual_level():
         ours = fwAD.unpack_dual(reduce(op, fwAD.make_dual(x, tangent), dim, keepdim))
-        theirs = fwAD.unpack_dual(torch_reference(op, fwAD.make_dual(x, tangent), dim, keepdim))
+        theirs = fwAD.unpack_dual(torch_reference(op, fwAD.make_dual(x.to(wide), tangent.to(wide)), dim, keepdim))
     assert ours.tangent is not None, "the tangent was dropped"
-    assert ours.tangent.dtype == theirs.tangent.dtype and ours.tangent.shape == theirs.tangent.shape
+    assert ours.tangent.dtype == dtype and ours.tangent.shape == theirs.tangent.shape
     assert torch.equal(ours.primal, reduce(op, x, dim, keepdim))
     tol = GRAD_TOL.get(dtype, 1e-6)
-    torch.testing.assert_close(ours.tangent, theirs.tangent, rtol=tol, atol=tol)
+    torch.testing.assert_close(ours.tangent, theirs.tangent.to(dtype), rtol=tol, atol=tol)
 
 
-@pytest.mark.parametrize("op", ALL_OPS)
+@pytest.mark.parametrize("op", GRAD_OPS)
 def test_forward_and_backward_at_once(device, op):
     """A dual input that also requires grad: the result has torch's tangent and backward still
     reaches the input."""
@@ -141,12 +160,25 @@ def test_gradient_with_dtype_argument(device, op, dtype_arg):
     torch.testing.assert_close(x1.grad, x2.grad)
 
 
-@pytest.mark.parametrize("op", [op for op in ALL_OPS if not OPS[op].empty_raises])
+@pytest.mark.parametrize("op", [op for op in GRAD_OPS if not OPS[op].empty_raises])
 def test_gradient_of_empty(device, op):
     """The ops with a value for an empty reduction (sum, mean) give an empty gradient."""
     x = torch.empty(0, 3, device=device, requires_grad=True)
     OPS[op].fn(x, 0).sum().backward()
     assert x.grad.shape == (0, 3)
+
+
+@pytest.mark.parametrize("op", [op for op in ALL_OPS if op not in GRAD_OPS])
+def test_no_gradient_for_bool_results(device, op):
+    """any and all of an input that requires grad: a result without a gradient or a tangent, as
+    torch's."""
+    x = torch.randn(3, 4, device=device, requires_grad=True)
+    y = OPS[op].fn(x, 1)
+    assert not y.requires_grad and y.dtype == torch.bool
+    with fwAD.dual_level():
+        dual = OPS[op].fn(fwAD.make_dual(x.detach(), torch.randn(3, 4, device=device)), 1)
+        assert fwAD.unpack_dual(dual).tangent is None
+    assert torch.equal(dual, torch_reference(op, x.detach(), 1))
 
 
 def test_no_gradient_for_integer_input(device):

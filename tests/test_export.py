@@ -61,6 +61,15 @@ requires_aoti = pytest.mark.skipif(
     f"aoti_load_package); this is torch {torch.__version__}",
 )
 
+# Before the fix of pytorch#169157 (pytorch#173562, in the releases after 2.11), AOTInductor's
+# proxy executor passes a custom op's ScalarType argument as the serialized enum's number, which
+# c10 reads as another dtype: EveryOp's sum(x, dtype=torch.float64) reaches the op as ComplexHalf
+# (seen with torch 2.11 on the H100). The runs of the package then fail, through no fault of the
+# ops; a dtype= whose number names a dtype the op takes would be a silent wrong dtype.
+proxy_executor_dtypes = pytest.mark.xfail(
+    _TORCH < "2.12", reason="pytorch#169157: the AOTI proxy executor misreads dtype arguments", strict=False
+)
+
 # The devices of the module-scoped package fixture (a module fixture cannot take the conftest's
 # function-scoped `device` parameter): cuda skips with conftest's reason through its marker.
 _PACKAGE_DEVICES = [pytest.param("cpu", id="cpu"), pytest.param("cuda", id="cuda", marks=pytest.mark.requires_cuda)]
@@ -159,6 +168,7 @@ _SHAPES = [(8, 33), (5, 7), (2, 2), (300, 1025)]
 
 
 @requires_aoti
+@proxy_executor_dtypes
 def test_aoti_package_gives_eager_results(every_op_package, make_input, bitwise_equal):
     """The loaded package gives eager's bits (the same kernels) at the example's shape and others."""
     device, path = every_op_package
@@ -179,7 +189,7 @@ def _package_texts(path):
 @requires_aoti
 def test_aoti_package_calls_our_ops_by_name(every_op_package):
     """The package's generated code calls each torch_reduce op of the model through the proxy
-    executor, which finds it by name in the dispatcher at run time: the JSON it reads lists the five
+    executor, which finds it by name in the dispatcher at run time: the JSON it reads lists the eight
     calls. No reduction of torch's own (an aten sum, mean, amax or amin through the C shim) stands in
     for one of them."""
     _, path = every_op_package
@@ -188,11 +198,12 @@ def test_aoti_package_calls_our_ops_by_name(every_op_package):
     proxied = [node["node"]["target"] for document in documents if isinstance(document, dict)
                for node in document.get("nodes", [])]
     assert collections.Counter(proxied) == collections.Counter(
-        ["torch_reduce::sum", "torch_reduce::mean", "torch_reduce::amax", "torch_reduce::amin", "torch_reduce::sum"]
+        ["torch_reduce::sum", "torch_reduce::mean", "torch_reduce::amax", "torch_reduce::amin", "torch_reduce::sum",
+         "torch_reduce::prod", "torch_reduce::any", "torch_reduce::all"]
     )
     code = "\n".join(text for name, text in texts.items() if name.endswith(".cpp"))
     assert "proxy_executor_call_function" in code
-    assert not re.search(r"aoti_torch_(cpu|cuda)_(sum|mean|amax|amin)\b", code)
+    assert not re.search(r"aoti_torch_(cpu|cuda)_(sum|mean|amax|amin|prod|any|all)\b", code)
 
 
 _OP_LIBRARY_ONLY_CHILD = """
@@ -211,6 +222,7 @@ torch.save([compiled(x) for x in torch.load(inputs)], outputs)
 
 
 @requires_aoti
+@proxy_executor_dtypes
 def test_aoti_package_needs_only_the_op_library(every_op_package, tmp_path, make_input, bitwise_equal):
     """A process that has not loaded torch_reduce's op library cannot load the package (the error
     names the op); one that loads the library (torch.ops.load_library of torch_reduce/_C*.so) and
@@ -252,6 +264,7 @@ def cpp_program(tmp_path_factory):
 
 
 @requires_aoti
+@proxy_executor_dtypes
 @pytest.mark.skipif(_cpp_skip_reason() is not None, reason=str(_cpp_skip_reason()))
 def test_cpp_program_runs_the_package(every_op_package, cpp_program):
     """The C++ program loads the op library, runs the package (AOTIModelPackageLoader) and finds its

@@ -109,7 +109,7 @@ def test_short_columns_special_values(device, op, dtype, rows, width, make_input
     x[rows // 2, 200] = float("-inf")
     x[0, 300], x[rows - 1, 300] = float("-inf"), float("inf")
     out = reduce(op, x, 0)
-    assert out[5].isnan()
+    assert out[5].isnan() or not out.dtype.is_floating_point
     check(out, x, op=op, dim=0)
 
 

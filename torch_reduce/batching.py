@@ -12,7 +12,7 @@ from typing import Callable, List, Optional, Sequence
 
 import torch
 
-from .ops import OPS
+from .ops import EMPTY_DIMS_REDUCE_NOTHING, OPS
 
 
 def _wrap_dim(dim: int, rank: int) -> int:
@@ -23,8 +23,11 @@ def _wrap_dim(dim: int, rank: int) -> int:
     return dim % bound
 
 
-def _batch_dims(dim: Optional[Sequence[int]], rank: int) -> List[int]:
-    """The sample's reduced dims (every dim for None or []) as dims of the batch, whose dim 0 is the batch dim."""
+def _batch_dims(dim: Optional[Sequence[int]], rank: int, no_dims_is_none: bool) -> List[int]:
+    """The sample's reduced dims (every dim for None, and for [] unless no_dims_is_none) as dims
+    of the batch, whose dim 0 is the batch dim."""
+    if dim is not None and len(dim) == 0 and no_dims_is_none:
+        return []
     if not dim:
         return list(range(1, rank + 1))
     wrapped = [_wrap_dim(d, rank) for d in dim]
@@ -34,8 +37,9 @@ def _batch_dims(dim: Optional[Sequence[int]], rank: int) -> List[int]:
     return [d + 1 for d in wrapped]
 
 
-def _make_rule(op: torch._ops.OpOverload) -> Callable:
+def _make_rule(op: torch._ops.OpOverload, name: str) -> Callable:
     defaults = {a.name: a.default_value for a in op._schema.arguments}
+    no_dims_is_none = name in EMPTY_DIMS_REDUCE_NOTHING
 
     # The dispatcher leaves out trailing arguments equal to their defaults,
     # and keepdim may come by name: both land in the parameters below.
@@ -48,8 +52,8 @@ def _make_rule(op: torch._ops.OpOverload) -> Callable:
             # A ladder step reduces all of one tensor (csrc/cuda/ladder/): it has no batched form.
             return torch.stack([op(sample, dim, keepdim=keepdim, **kwargs) for sample in batch.unbind(0)]), 0
         rank = batch.dim() - 1
-        dims = _batch_dims(dim, rank)
-        if rank == 0:
+        dims = _batch_dims(dim, rank, no_dims_is_none)
+        if rank == 0 and not (dim is not None and len(dim) == 0 and no_dims_is_none):
             # Each sample is one element: reduce it over a dim of size 1, so
             # that it still gets the op's result dtype (an int64 sum of int8).
             batch, dims, keepdim = batch.unsqueeze(1), [1], False
@@ -62,4 +66,4 @@ _register_vmap = getattr(torch.library, "register_vmap", None)
 if _register_vmap is not None:
     for _name in OPS:
         _op = getattr(torch.ops.torch_reduce, _name).default
-        _register_vmap(_op, _make_rule(_op))
+        _register_vmap(_op, _make_rule(_op, _name))

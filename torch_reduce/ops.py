@@ -42,9 +42,28 @@ def _reduces_all(input: torch.Tensor, dims: Optional[List[int]]) -> bool:
     return dims is None or len(dims) == 0 or len({d % max(input.dim(), 1) for d in dims}) == max(input.dim(), 1)
 
 
+def _prod(input: torch.Tensor, dim: DimArg = None, keepdim: bool = False, *, dtype=None) -> torch.Tensor:
+    """torch.prod over any dims, as the op takes them: torch's own takes one dim or every dim."""
+    dims = _dim_list(dim)
+    if not dims:
+        result = torch.prod(input, dtype=dtype)
+        return result.reshape([1] * input.dim()) if keepdim else result
+    # torch.sum's checks of the dims (range, repeats) and their errors.
+    torch.sum(torch.empty(input.shape, device="meta"), dims)
+    wrapped = sorted({d % max(input.dim(), 1) for d in dims}, reverse=True)
+    result = input
+    for d in wrapped:
+        result = torch.prod(result, d, keepdim=True, dtype=dtype)
+    return result if keepdim or input.dim() == 0 else result.squeeze(tuple(wrapped))
+
+
+#: torch's ops that do not take the arguments of the op of the same name.
+_REFERENCES: Dict[str, Callable] = {"prod": _prod}
+
+
 def _reference(name: str) -> Callable:
     """torch's op of the same name: what the wrappers promise to behave like."""
-    return getattr(torch, name, None) or getattr(torch.linalg, name)
+    return _REFERENCES.get(name) or getattr(torch, name, None) or getattr(torch.linalg, name)
 
 
 def _op_names() -> List[str]:
@@ -139,6 +158,9 @@ def _register_fake(name: str) -> None:
 
 
 OPS: List[str] = _op_names()
+#: The ops for which dim=[] reduces nothing, each element on its own (torch.any, torch.all);
+#: for the others it reduces every dim, as for torch.sum.
+EMPTY_DIMS_REDUCE_NOTHING = frozenset(torch.ops.torch_reduce.empty_dims_reduce_nothing())
 WRAPPERS: Dict[str, Callable] = {name: sum if name == "sum" else _make_wrapper(name) for name in OPS}
 for _name in OPS:
     _register_fake(_name)

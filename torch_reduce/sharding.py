@@ -28,7 +28,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
-from .ops import OPS
+from .ops import EMPTY_DIMS_REDUCE_NOTHING, OPS
 
 
 def _sum_over_count(shard, dim=None, keepdim=False, *, count, out_dtype, dtype=None):
@@ -58,6 +58,9 @@ COMBINE: Dict[str, Combine] = {
     "mean": Combine("sum", empty_shard_ok=True, local_part=_sum_over_count),
     "amax": Combine("max", empty_shard_ok=False),
     "amin": Combine("min", empty_shard_ok=False),
+    "prod": Combine("product", empty_shard_ok=True),
+    "any": Combine("max", empty_shard_ok=True),
+    "all": Combine("min", empty_shard_ok=True),
 }
 
 
@@ -85,7 +88,10 @@ class _Call:
         bound.update(zip(names, args), **kwargs)
         ndim = len(shape)
         dims = bound["dim"]
-        reduced = range(ndim) if not dims else {d % ndim for d in dims} if ndim else ()
+        if dims is not None and len(dims) == 0 and name in EMPTY_DIMS_REDUCE_NOTHING:
+            reduced = ()
+        else:
+            reduced = range(ndim) if not dims else {d % ndim for d in dims} if ndim else ()
         return cls(name, tuple(shape), tuple(sorted(reduced)), bool(bound["keepdim"]), result)
 
     @property

@@ -85,6 +85,7 @@ struct Extremum {
   static at::ScalarType stage_dtype(const DtypePlan& d) { return d.kernel; }
   static constexpr EmptyReduction kEmpty = EmptyReduction::Error;
   static constexpr RepeatRule kRepeats = RepeatRule::Invariant;
+  static constexpr EmptyDimList kEmptyDims = EmptyDimList::AllDims;
   static constexpr AutocastPolicy kAutocast = AutocastPolicy::None;
 
   static at::Tensor forward(const Backend& backend, const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {

@@ -52,6 +52,7 @@ struct Mean {
   static at::ScalarType stage_dtype(const DtypePlan& d) { return accumulator_dtype(d); }
   static constexpr EmptyReduction kEmpty = EmptyReduction::NaN;
   static constexpr RepeatRule kRepeats = RepeatRule::Invariant;
+  static constexpr EmptyDimList kEmptyDims = EmptyDimList::AllDims;
   static constexpr AutocastPolicy kAutocast = AutocastPolicy::None;
 
   static at::Tensor forward(const Backend& backend, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,

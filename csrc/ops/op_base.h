@@ -42,14 +42,20 @@ enum class Combine { Add, Max, Min, Other };
 
 // What reducing no elements gives (an output whose reduced dims are empty).
 enum class EmptyReduction {
-  Zero,   // the identity of a sum
+  Zero,   // the identity of a sum (false for any)
+  One,    // the identity of a product (true for all)
   NaN,    // 0 / 0, as torch.mean
   Error,  // no identity: torch's "Expected reduction dim ..." errors
 };
 
+// What dim=[] means: every dim (torch.sum, torch.amax: the older rule) or
+// none (torch.any, torch.all: each element on its own).
+enum class EmptyDimList { AllDims, NoDims };
+
 // How repeats of a value along an expanded (stride-0) reduced dim change the
-// result: not at all (an extremum, a mean), or by a factor (a sum).
-enum class RepeatRule { Invariant, Multiply };
+// result: not at all (an extremum, a mean, any), by a factor (a sum), or by
+// a power (a product).
+enum class RepeatRule { Invariant, Multiply, Power };
 
 // What the op does under CUDA autocast.
 enum class AutocastPolicy {
@@ -91,6 +97,31 @@ inline at::ScalarType accumulator_dtype(const DtypePlan& d) {
   return is_reduced_precision(d.input) ? at::kFloat : d.kernel;
 }
 
+// The dtypes of an op that folds values as torch.sum does (sum, prod):
+// floating inputs in their type (half and bfloat16 in float), bool and
+// integers in int64; `requested` (dtype=) is the accumulation and result type.
+inline DtypePlan folding_dtypes(const char* name, at::ScalarType self, std::optional<at::ScalarType> requested) {
+  check_kernel_dtype(name, self, "input");
+  if (requested) check_kernel_dtype(name, *requested, "output");
+  if (!requested) {
+    if (at::isIntegralType(self, /*includeBool=*/true)) return {self, at::kLong, at::kLong};
+    return {self, self, self};
+  }
+  const at::ScalarType result = *requested;
+  // The kernels read half/bfloat16 and write float directly.
+  if (is_reduced_precision(self) && result == at::kFloat) return {self, result, result};
+  // Integers accumulate in int64; a narrower integer result is the int64
+  // fold wrapped around, which is what torch returns. A bool result is "any
+  // element nonzero" (a sum) or "every element nonzero" (a product): the
+  // input becomes bool first.
+  if (at::isIntegralType(result, /*includeBool=*/true)) {
+    const at::ScalarType input =
+        at::isIntegralType(self, /*includeBool=*/true) && result != at::kBool ? self : result;
+    return {input, at::kLong, result};
+  }
+  return {result, result, result};
+}
+
 // Two's-complement wrap-around like torch.sum on integers; signed overflow
 // is undefined behaviour in C++, so add as unsigned.
 template <typename acc_t>
@@ -100,6 +131,14 @@ C10_HOST_DEVICE inline acc_t wrapping_add(acc_t a, acc_t b) {
 template <>
 C10_HOST_DEVICE inline int64_t wrapping_add<int64_t>(int64_t a, int64_t b) {
   return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+template <typename acc_t>
+C10_HOST_DEVICE inline acc_t wrapping_multiply(acc_t a, acc_t b) {
+  return a * b;
+}
+template <>
+C10_HOST_DEVICE inline int64_t wrapping_multiply<int64_t>(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
 }
 
 }  // namespace torch_reduce

@@ -39,29 +39,13 @@ struct Sum {
   }
 
   static DtypePlan dtypes(at::ScalarType self, std::optional<at::ScalarType> requested) {
-    check_kernel_dtype(kName, self, "input");
-    if (requested) check_kernel_dtype(kName, *requested, "output");
-    if (!requested) {
-      if (at::isIntegralType(self, /*includeBool=*/true)) return {self, at::kLong, at::kLong};
-      return {self, self, self};
-    }
-    const at::ScalarType result = *requested;
-    // The kernels read half/bfloat16 and write float directly.
-    if (is_reduced_precision(self) && result == at::kFloat) return {self, result, result};
-    // Integers accumulate in int64; a narrower integer result is the int64
-    // sum wrapped around, which is what torch returns. A bool result is "any
-    // element nonzero": the input becomes bool first.
-    if (at::isIntegralType(result, /*includeBool=*/true)) {
-      const at::ScalarType input =
-          at::isIntegralType(self, /*includeBool=*/true) && result != at::kBool ? self : result;
-      return {input, at::kLong, result};
-    }
-    return {result, result, result};
+    return folding_dtypes(kName, self, requested);
   }
   // What stages pass between them: the accumulator's dtype.
   static at::ScalarType stage_dtype(const DtypePlan& d) { return accumulator_dtype(d); }
   static constexpr EmptyReduction kEmpty = EmptyReduction::Zero;
   static constexpr RepeatRule kRepeats = RepeatRule::Multiply;
+  static constexpr EmptyDimList kEmptyDims = EmptyDimList::AllDims;
   static constexpr AutocastPolicy kAutocast = AutocastPolicy::Float32IfNoDtype;
 
   static at::Tensor forward(const Backend& backend, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,

@@ -26,6 +26,9 @@ class EveryOp(torch.nn.Module):
             torch_reduce.amax(x, 0),
             torch_reduce.amin(x, (0, 1)),
             torch_reduce.sum(x, dtype=torch.float64),
+            torch_reduce.prod(x, 1),
+            torch_reduce.any(x, 0),
+            torch_reduce.all(x, (0, 1)),
         )
 
 
