@@ -1,7 +1,7 @@
-"""Reductions over one dimension: torch_reduce.{sum,mean,amax,amin} against torch's, on 2-D
+"""Reductions over one dimension: torch_reduce.{sum,mean,amax,amin,prod,any,all} against torch's, on 2-D
 shapes from square to very short or very long rows, over dim=-1 (rows) and dim=0 (columns).
 
-    python benchmarks/bench_dims.py                   # all shapes, float32 and bfloat16, 4 ops
+    python benchmarks/bench_dims.py                   # all shapes, float32 and bfloat16, every op
     python benchmarks/bench_dims.py --quick           # four shapes
     python benchmarks/bench_dims.py --ops sum --dtypes float32
 
@@ -33,12 +33,10 @@ CPU_MAX_ELEMENTS = 2**22  # CPU runs shrink each shape to at most this many elem
 CPU_QUICK_MAX_ELEMENTS = 2**20
 DIMS = (-1, 0)
 DEFAULT_DTYPES = ["float32", "bfloat16"]
-OPS = {  # name: (ours, torch's)
-    "sum": (torch_reduce.sum, torch.sum),
-    "mean": (torch_reduce.mean, torch.mean),
-    "amax": (torch_reduce.amax, torch.amax),
-    "amin": (torch_reduce.amin, torch.amin),
-}
+# name: (ours, torch's), for the ops the imported library has (an older build, timed
+# against this one, has fewer).
+OPS = {name: (getattr(torch_reduce, name), getattr(torch, name))
+       for name in ("sum", "mean", "amax", "amin", "prod", "any", "all") if hasattr(torch_reduce, name)}
 
 
 def parse_args():
@@ -82,10 +80,13 @@ def bench_shape(shape: tuple, dtype_name: str, ops: list, device, info) -> list:
     read = plain_read.measure(x, info) if plain_read.available(device) is None else None
     cases = []
     for dim in DIMS:
-        out_bytes = x.numel() // shape[dim] * x.element_size()  # every op's output is of x's dtype
-        read_write = plain_read.measure_read_write(x, out_bytes, info) if read is not None else None
+        read_writes = {}  # by output bytes (any and all write bools)
         for op in ops:
             ours, theirs = OPS[op]
+            out_bytes = x.numel() // shape[dim] * (1 if op in ("any", "all") else x.element_size())
+            if read is not None and out_bytes not in read_writes:
+                read_writes[out_bytes] = plain_read.measure_read_write(x, out_bytes, info)
+            read_write = read_writes.get(out_bytes)
             case = {"shape": list(shape), "dtype": dtype_name, "dim": dim, "op": op,
                     "bytes": nbytes}
             case["check"] = harness.checked_result(lambda: ours(x, dim), lambda: theirs(x, dim),

@@ -105,8 +105,9 @@ def memory_shortfall(nbytes: int, device: torch.device) -> Optional[str]:
 
 def check_result(ours: torch.Tensor, ref: torch.Tensor, x: torch.Tensor, op: str,
                  dim: Optional[int] = None) -> str:
-    """'ok' or 'MISMATCH: ...' for ours against torch's result ref. Exact for integers, amax and
-    amin. A float sum or mean is compared with the exact (float64) one: it may be off by
+    """'ok' or 'MISMATCH: ...' for ours against torch's result ref. Exact for integers, bools,
+    amax and amin. A float product is compared with the float64 one, within 4 eps(accumulator)
+    a factor. A float sum or mean is compared with the exact (float64) one: it may be off by
     4 eps(accumulator) * sum|x| (long sequential chains of additions reach about a third of
     that on random data) plus one ulp of the output dtype, or by as much as torch's own result
     is (torch's CPU half-precision sums are less exact)."""
@@ -115,11 +116,16 @@ def check_result(ours: torch.Tensor, ref: torch.Tensor, x: torch.Tensor, op: str
                 f"{tuple(ref.shape)} {ref.dtype} on {ref.device}")
     if op in ("amax", "amin") or not ref.dtype.is_floating_point:
         return "ok" if torch.equal(ours, ref) else "MISMATCH: values differ"
-    exact, magnitude = (
-        (t.sum(dtype=torch.float64) if dim is None else t.sum(dim=dim, dtype=torch.float64))
-        for t in (x, x.abs()))
+    count = x.numel() // max(1, ref.numel())
+    if op == "prod":
+        # Each factor rounds relative to the product: the bound grows with the count.
+        exact = x.double().prod() if dim is None else x.double().prod(dim)
+        magnitude = count * exact.abs() + torch.finfo(ref.dtype).tiny
+    else:
+        exact, magnitude = (
+            (t.sum(dtype=torch.float64) if dim is None else t.sum(dim=dim, dtype=torch.float64))
+            for t in (x, x.abs()))
     if op == "mean":
-        count = x.numel() // max(1, ref.numel())
         exact, magnitude = exact / count, magnitude / count
     accumulator = torch.float64 if x.dtype == torch.float64 else torch.float32
     tolerance = (4 * torch.finfo(accumulator).eps * magnitude
