@@ -4,6 +4,7 @@ shapes from square to very short or very long rows, over dim=-1 (rows) and dim=0
     python benchmarks/bench_dims.py                   # all shapes, float32 and bfloat16, every op
     python benchmarks/bench_dims.py --quick           # four shapes
     python benchmarks/bench_dims.py --ops sum --dtypes float32
+    python benchmarks/bench_dims.py --compile          # and torch.compile of torch's op
 
 GB/s counts input bytes only. On a GPU each shape's bytes are also read plainly (plain_read.py),
 and "% read" is GB/s as a share of that: the issue's target is 85%. "% r+w" is the time of a plain
@@ -46,6 +47,8 @@ def parse_args():
                         help="comma-separated, default: " + ",".join(DEFAULT_DTYPES))
     parser.add_argument("--ops", type=parse_ops, default=list(OPS),
                         help="comma-separated, default: " + ",".join(OPS))
+    parser.add_argument("--compile", action="store_true",
+                        help="also time torch.compile of torch's op, one compile a case (minutes on a GPU)")
     return parser.parse_args()
 
 
@@ -74,7 +77,13 @@ def shrink(shape: tuple, max_elements: int) -> tuple:
     return tuple(shape)
 
 
-def bench_shape(shape: tuple, dtype_name: str, ops: list, device, info) -> list:
+def compiled(fn, dim):
+    """torch.compile(fn(x, dim)) specialised to the next shape it sees (see bench_sum.compiled_sum)."""
+    torch._dynamo.reset()
+    return torch.compile(lambda x: fn(x, dim), dynamic=False)
+
+
+def bench_shape(shape: tuple, dtype_name: str, ops: list, device, info, with_compile: bool = False) -> list:
     x = harness.random_tensor(shape, harness.DTYPES[dtype_name], device)
     nbytes = x.numel() * x.element_size()
     read = plain_read.measure(x, info) if plain_read.available(device) is None else None
@@ -91,9 +100,14 @@ def bench_shape(shape: tuple, dtype_name: str, ops: list, device, info) -> list:
                     "bytes": nbytes}
             case["check"] = harness.checked_result(lambda: ours(x, dim), lambda: theirs(x, dim),
                                                    x, op, dim)
-            case.update(harness.measure_rounds({"torch": lambda: theirs(x, dim),
-                                                "ours": lambda: ours(x, dim)}, device, nbytes, info))
+            candidates = {"torch": lambda: theirs(x, dim), "ours": lambda: ours(x, dim)}
+            if with_compile:
+                peer = compiled(theirs, dim)
+                candidates["compile"] = lambda: peer(x)
+            case.update(harness.measure_rounds(candidates, device, nbytes, info))
             case["speedup_vs_torch"] = harness.speedup(case["torch"], case["ours"])
+            if with_compile:
+                case["speedup_vs_compile"] = harness.speedup(case["compile"], case["ours"])
             if read is not None:
                 case["plain_read"] = read
                 case["plain_read_write"] = read_write
@@ -129,9 +143,12 @@ def print_results(cases: list, dtypes: list, info) -> None:
         *report.timing_columns(info, "ours_", "ours "),
         ("read_gbps", "plain read GB/s", ">"), ("ours_pct_read", "ours % read", ">"),
         ("ours_pct_read_write", "ours % r+w", ">"),
-        ("vs_torch", "ours vs torch", ">"), ("check", "check", "<"), ("notes", "notes", "<"),
+        ("vs_torch", "ours vs torch", ">"),
+        *((("compile_us", "compile us/call", ">"), ("vs_compile", "ours vs compile", ">"))
+          if any("compile" in c for c in cases) else ()),
+        ("check", "check", "<"), ("notes", "notes", "<"),
     )
-    print("ours vs torch: time of torch / time of torch_reduce; >1 = ours faster")
+    print("ours vs torch (or torch.compile): their time / time of torch_reduce; >1 = ours faster")
     for dtype_name in dtypes:
         footnotes = report.Footnotes()
         rows = []
@@ -148,6 +165,8 @@ def print_results(cases: list, dtypes: list, info) -> None:
                 "ours_pct_read": report.fmt(case["ours"].get("pct_read"), ".1f"),
                 "ours_pct_read_write": report.fmt(case["ours"].get("pct_read_write"), ".1f"),
                 "vs_torch": report.fmt_ratio(case["speedup_vs_torch"]),
+                "compile_us": report.fmt_us(case.get("compile", {}).get("us")),
+                "vs_compile": report.fmt_ratio(case.get("speedup_vs_compile")),
                 "check": report.check_cell(case["check"], footnotes),
             }
             previous_shape = label
@@ -215,7 +234,7 @@ def main():
             if shortfall:
                 print(f"skipping {dtype_name} {shape_label(shape)}: {shortfall}")
             else:
-                cases += bench_shape(shape, dtype_name, args.ops, device, info)
+                cases += bench_shape(shape, dtype_name, args.ops, device, info, args.compile)
             harness.release_memory(device)
             progress.step(f"{dtype_name} {shape_label(shape)}")
     progress.close()
