@@ -44,6 +44,10 @@ def _reduces_all(input: torch.Tensor, dims: Optional[List[int]]) -> bool:
 
 def _prod(input: torch.Tensor, dim: DimArg = None, keepdim: bool = False, *, dtype=None) -> torch.Tensor:
     """torch.prod over any dims, as the op takes them: torch's own takes one dim or every dim."""
+    if dtype == torch.bool and input.dtype != torch.bool:
+        # Every element nonzero, as the op computes it: torch 2.4's prod(dtype=torch.bool) of
+        # 500 int8 values gave True with zeros among them.
+        return _prod(input.to(torch.bool), dim, keepdim).to(torch.bool)
     dims = _dim_list(dim)
     if not dims:
         result = torch.prod(input, dtype=dtype)
