@@ -78,17 +78,17 @@ struct Prod {
     const at::Tensor input =
         is_reduced_precision(narrow_input.scalar_type()) ? narrow_input.to(at::kFloat) : narrow_input;
     if (input.numel() == 0) return at::zeros_like(input);
-    at::Tensor before, after;
-    for (size_t k = 0; k < dims.size(); ++k) {
-      // The products over the dims inside dims[k], then exclusive running
-      // products along it, from the front and from the back.
-      at::Tensor inner = input;
-      for (size_t j = k + 1; j < dims.size(); ++j) inner = inner.prod(dims[j], /*keepdim=*/true);
+    // From the innermost reduced dim out: exclusive running products along
+    // dims[k], from the front and from the back, of `inner`, the products
+    // over the dims inside it.
+    at::Tensor before, after, inner = input;
+    for (size_t k = dims.size(); k-- > 0;) {
       const int64_t d = dims[k];
       const at::Tensor front = exclusive_cumprod(inner, d);
       const at::Tensor back = exclusive_cumprod(inner.flip(d), d).flip(d);
       before = before.defined() ? before * front : front;
       after = after.defined() ? after * back : back;
+      if (k > 0) inner = inner.prod(d, /*keepdim=*/true);
     }
     if (!before.defined()) return at::ones_like(input);  // a 0-dim input: no other element
     return before * after;
