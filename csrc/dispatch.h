@@ -78,6 +78,14 @@ void dispatch_integral_accumulated(const char* op, at::ScalarType in, F&& f) {
   }
 }
 
+// Folds of values (sum, prod): floating inputs as dispatch_floating maps
+// them, bool and integers accumulated in int64.
+template <TypeFamily family, typename F>
+void dispatch_folding(const char* op, at::ScalarType in, at::ScalarType out, F&& f) {
+  if constexpr (family == TypeFamily::Floating) dispatch_floating(op, in, out, f);
+  else dispatch_integral_accumulated(op, in, f);
+}
+
 // Exact ops (an extremum): the output is the input type; half and bfloat16
 // compare in float.
 template <typename F>

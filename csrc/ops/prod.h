@@ -32,8 +32,7 @@ struct Prod {
   static constexpr bool kIntegralKernels = true;
   template <TypeFamily family, typename F>
   static void dispatch_types(at::ScalarType in, at::ScalarType out, F&& f) {
-    if constexpr (family == TypeFamily::Floating) dispatch_floating(kName, in, out, f);
-    else dispatch_integral_accumulated(kName, in, f);
+    dispatch_folding<family>(kName, in, out, f);
   }
   static DtypePlan dtypes(at::ScalarType self, std::optional<at::ScalarType> requested) {
     return folding_dtypes(kName, self, requested);
