@@ -12,7 +12,7 @@ from typing import Callable, List, Optional, Sequence
 
 import torch
 
-from .ops import EMPTY_DIMS_REDUCE_NOTHING, OPS
+from .ops import OPS, reduces_no_dim
 
 
 def _wrap_dim(dim: int, rank: int) -> int:
@@ -23,11 +23,8 @@ def _wrap_dim(dim: int, rank: int) -> int:
     return dim % bound
 
 
-def _batch_dims(dim: Optional[Sequence[int]], rank: int, no_dims_is_none: bool) -> List[int]:
-    """The sample's reduced dims (every dim for None, and for [] unless no_dims_is_none) as dims
-    of the batch, whose dim 0 is the batch dim."""
-    if dim is not None and len(dim) == 0 and no_dims_is_none:
-        return []
+def _batch_dims(dim: Optional[Sequence[int]], rank: int) -> List[int]:
+    """The sample's reduced dims (every dim for None or []) as dims of the batch, whose dim 0 is the batch dim."""
     if not dim:
         return list(range(1, rank + 1))
     wrapped = [_wrap_dim(d, rank) for d in dim]
@@ -39,7 +36,6 @@ def _batch_dims(dim: Optional[Sequence[int]], rank: int, no_dims_is_none: bool) 
 
 def _make_rule(op: torch._ops.OpOverload, name: str) -> Callable:
     defaults = {a.name: a.default_value for a in op._schema.arguments}
-    no_dims_is_none = name in EMPTY_DIMS_REDUCE_NOTHING
 
     # The dispatcher leaves out trailing arguments equal to their defaults,
     # and keepdim may come by name: both land in the parameters below.
@@ -51,9 +47,12 @@ def _make_rule(op: torch._ops.OpOverload, name: str) -> Callable:
         if kwargs.get("algorithm") not in (None, "default"):
             # A ladder step reduces all of one tensor (csrc/cuda/ladder/): it has no batched form.
             return torch.stack([op(sample, dim, keepdim=keepdim, **kwargs) for sample in batch.unbind(0)]), 0
+        if reduces_no_dim(name, dim):
+            # Each element on its own (any, all): the batch as it is.
+            return op(batch, dim, keepdim=keepdim, **kwargs), 0
         rank = batch.dim() - 1
-        dims = _batch_dims(dim, rank, no_dims_is_none)
-        if rank == 0 and not (dim is not None and len(dim) == 0 and no_dims_is_none):
+        dims = _batch_dims(dim, rank)
+        if rank == 0:
             # Each sample is one element: reduce it over a dim of size 1, so
             # that it still gets the op's result dtype (an int64 sum of int8).
             batch, dims, keepdim = batch.unsqueeze(1), [1], False

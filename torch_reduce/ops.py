@@ -165,6 +165,11 @@ OPS: List[str] = _op_names()
 #: The ops for which dim=[] reduces nothing, each element on its own (torch.any, torch.all);
 #: for the others it reduces every dim, as for torch.sum.
 EMPTY_DIMS_REDUCE_NOTHING = frozenset(torch.ops.torch_reduce.empty_dims_reduce_nothing())
+
+
+def reduces_no_dim(name: str, dim: Optional[Sequence[int]]) -> bool:
+    """Whether op `name` called with `dim` (as its schema takes it) reduces no dim."""
+    return dim is not None and len(dim) == 0 and name in EMPTY_DIMS_REDUCE_NOTHING
 WRAPPERS: Dict[str, Callable] = {name: sum if name == "sum" else _make_wrapper(name) for name in OPS}
 for _name in OPS:
     _register_fake(_name)

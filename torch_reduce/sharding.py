@@ -28,7 +28,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
-from .ops import EMPTY_DIMS_REDUCE_NOTHING, OPS
+from .ops import OPS, reduces_no_dim
 
 
 def _sum_over_count(shard, dim=None, keepdim=False, *, count, out_dtype, dtype=None):
@@ -88,7 +88,7 @@ class _Call:
         bound.update(zip(names, args), **kwargs)
         ndim = len(shape)
         dims = bound["dim"]
-        if dims is not None and len(dims) == 0 and name in EMPTY_DIMS_REDUCE_NOTHING:
+        if reduces_no_dim(name, dims):
             reduced = ()
         else:
             reduced = range(ndim) if not dims else {d % ndim for d in dims} if ndim else ()
