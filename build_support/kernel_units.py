@@ -14,7 +14,7 @@ _CPU = """// Generated from csrc/op_list.h by build_support/kernel_units.py.
 
 namespace torch_reduce {{
 namespace cpu {{
-template void reduce_layout<{spec}>(const at::Tensor&, const ReduceLayout&, at::Tensor&);
+template void reduce_layout<{spec}>(const at::Tensor&, const ReduceLayout&, at::Tensor&, const OpCall&);
 }}  // namespace cpu
 }}  // namespace torch_reduce
 """
@@ -26,7 +26,7 @@ _CUDA = """// Generated from csrc/op_list.h by build_support/kernel_units.py.
 namespace torch_reduce {{
 namespace cuda {{
 static_assert(has_kernels_for<{spec}>(TypeFamily::{family}), "the op list and {spec}::kIntegralKernels disagree");
-template void reduce_layout<{spec}, TypeFamily::{family}>(const at::Tensor&, const ReduceLayout&, at::Tensor&);
+template void reduce_layout<{spec}, TypeFamily::{family}>(const at::Tensor&, const ReduceLayout&, at::Tensor&, const OpCall&);
 }}  // namespace cuda
 }}  // namespace torch_reduce
 """

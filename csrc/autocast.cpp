@@ -6,7 +6,9 @@
 // Float32IfNoDtype is ATen's fp32_set_opt_dtype policy (torch.sum's): for a
 // floating CUDA input other than float64, and no dtype given, the op runs
 // with dtype=float32, so a float16 loss summed over many elements does not
-// overflow to inf. CPU autocast leaves these ops alone, as it does torch's.
+// overflow to inf. Float32 is ATen's fp32 policy (torch.linalg.vector_norm's):
+// such an input is cast to float32 first. CPU autocast leaves these ops
+// alone, as it does torch's.
 #include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
@@ -33,9 +35,21 @@ struct Autocast<Spec, at::Tensor(const at::Tensor&, Dim, bool, std::optional<at:
   }
 };
 
+template <typename Spec, typename Signature = typename Spec::Signature>
+struct AutocastToFloat32;
+
+template <typename Spec, typename... Rest>
+struct AutocastToFloat32<Spec, at::Tensor(const at::Tensor&, Rest...)> {
+  static at::Tensor kernel(const at::Tensor& self, Rest... rest) {
+    c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCUDA);
+    return op_handle<Spec>().call(at::autocast::cached_cast(at::kFloat, self, c10::DeviceType::CUDA), rest...);
+  }
+};
+
 template <typename Spec>
 void register_autocast(torch::Library& m) {
   if constexpr (Spec::kAutocast == AutocastPolicy::Float32IfNoDtype) m.impl(Spec::kName, &Autocast<Spec>::kernel);
+  if constexpr (Spec::kAutocast == AutocastPolicy::Float32) m.impl(Spec::kName, &AutocastToFloat32<Spec>::kernel);
 }
 
 }  // namespace

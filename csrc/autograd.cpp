@@ -15,7 +15,8 @@
 // this key see no tangents, so each op sets its result's tangent here
 // (without it the tangent was silently dropped: a zero jvp).
 //
-// Every op's arguments begin (self, dim, keepdim).
+// Every op's arguments begin with self; DimArg and ScalarArg (gradient.h)
+// say where dim, keepdim and the op's scalar argument are.
 #include <ATen/ATen.h>
 #include <ATen/WrapDimUtilsMulti.h>
 #include <torch/csrc/autograd/function.h>
@@ -80,6 +81,7 @@ struct Backward : public Node {
   bool keepdim = false;
   std::vector<int64_t> sizes;
   at::ScalarType dtype = at::kFloat;
+  double scalar = 0;
   SavedVariable input;
   SavedVariable result;
 
@@ -91,7 +93,7 @@ struct Backward : public Node {
     variable_list out(1);
     // An undefined gradient is a zero one, and so is the input's.
     if (!grads[0].defined() || !task_should_compute_output(0)) return out;
-    Gradient g{grads[0], dims, keepdim, sizes, dtype};
+    Gradient g{grads[0], dims, keepdim, sizes, dtype, scalar};
     g.input = input.unpack();
     g.result = result.unpack(getptr());
     out[0] = Spec::backward(g);
@@ -111,6 +113,13 @@ struct Autograd;
 template <typename Spec, typename... Args>
 struct Autograd<Spec, at::Tensor(Args...)> {
   using Rest = std::make_index_sequence<sizeof...(Args) - 1>;
+  static constexpr size_t kDim = DimArg<Spec>::value;
+
+  template <typename Tuple>
+  static double scalar_of(const Tuple& args) {
+    if constexpr (ScalarArg<Spec>::value >= 0) return std::get<ScalarArg<Spec>::value>(args).toDouble();
+    else return 0;
+  }
 
   // The op's result for an input without a tangent, with its backward node
   // where the input needs a gradient and the result's dtype can have one (an
@@ -127,8 +136,9 @@ struct Autograd<Spec, at::Tensor(Args...)> {
       return result;
     auto node = make_node<Backward<Spec>>();
     node->set_next_edges(torch::autograd::collect_next_edges(input));
-    node->dims = reduced_dims(input, std::get<1>(args));
-    node->keepdim = std::get<2>(args);
+    node->dims = reduced_dims(input, std::get<kDim>(args));
+    node->keepdim = std::get<kDim + 1>(args);
+    node->scalar = scalar_of(args);
     node->sizes = input.sizes().vec();
     node->dtype = input.scalar_type();
     torch::autograd::set_history(result, node);
@@ -154,7 +164,8 @@ struct Autograd<Spec, at::Tensor(Args...)> {
     at::Tensor result = primal_result(primal, tuple);
     // An integer or bool result (any, all, an integer dtype=) has no tangent.
     if (!torch::autograd::isDifferentiableType(result.scalar_type())) return result;
-    const Tangent t{primal, result, reduced_dims(primal, std::get<1>(tuple)), std::get<2>(tuple)};
+    const Tangent t{primal, result, reduced_dims(primal, std::get<kDim>(tuple)), std::get<kDim + 1>(tuple),
+                    scalar_of(tuple)};
     const auto same_op = [&](const at::Tensor& x) { return call_with_input<Spec>(x, tuple, Rest{}); };
     result._set_fw_grad(Spec::tangent(t, tangent, same_op), kLevel, /*is_inplace_op=*/false);
     return result;

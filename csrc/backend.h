@@ -48,8 +48,9 @@ inline int64_t small_gather_elements(const BackendCapabilities& caps, int64_t el
 // transposed or permuted input reduced in its memory order, a permuted view
 // of the contiguous result. `layout.reduce` is at least 1, and is the count
 // the op's ops object is made for (a mean's divisor: stages of a mean take
-// means of means, of equal counts).
-using LayoutKernel = void (*)(const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out);
+// means of means, of equal counts), with `call` (op_base.h).
+using LayoutKernel = void (*)(const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out,
+                              const OpCall& call);
 
 // The ladder's sum (CUDA only): every element of `self`, by `step`.
 using LadderSum = at::Tensor (*)(const at::Tensor& self, bool keepdim, const DtypePlan& dtypes, Algorithm step);

@@ -11,6 +11,8 @@
 
 #include <type_traits>
 
+#include "ops/op_base.h"
+
 namespace torch_reduce {
 
 template <typename scalar_t_, typename acc_t_, typename out_t_>
@@ -171,12 +173,12 @@ constexpr bool has_kernels_for(TypeFamily family) {
 
 // Calls f(ReduceTypes<...>{}, op) with the ops object of op `Spec` for an
 // input of `family`; `count` is the number of elements reduced into each
-// output (for a mean's factor).
+// output (for a mean's factor) and `call` the launch's OpCall.
 template <typename Spec, TypeFamily family, typename F>
-void dispatch_family_reduction(at::ScalarType in, at::ScalarType out, int64_t count, F&& f) {
+void dispatch_family_reduction(at::ScalarType in, at::ScalarType out, int64_t count, const OpCall& call, F&& f) {
   Spec::template dispatch_types<family>(in, out, [&](auto types) {
     using acc_t = typename decltype(types)::acc_t;
-    f(types, Spec::template make_op<acc_t>(count));
+    f(types, Spec::template make_op<acc_t>(count, call));
   });
 }
 
@@ -193,9 +195,9 @@ void dispatch_family(at::ScalarType in, F&& f) {
 
 // The same as dispatch_family_reduction, for an input of any family.
 template <typename Spec, typename F>
-void dispatch_reduction(at::ScalarType in, at::ScalarType out, int64_t count, F&& f) {
+void dispatch_reduction(at::ScalarType in, at::ScalarType out, int64_t count, const OpCall& call, F&& f) {
   dispatch_family<Spec>(in, [&](auto family) {
-    dispatch_family_reduction<Spec, decltype(family)::value>(in, out, count, f);
+    dispatch_family_reduction<Spec, decltype(family)::value>(in, out, count, call, f);
   });
 }
 

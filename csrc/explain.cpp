@@ -28,7 +28,7 @@ struct Step {
 thread_local std::vector<Step>* recorder = nullptr;
 thread_local const at::Tensor* explained_input = nullptr;
 
-void record(const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out) {
+void record(const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out, const OpCall& /*call*/) {
   recorder->push_back({input.sizes().vec(), input.strides().vec(), input.scalar_type(), out.scalar_type(),
                        input.is_alias_of(*explained_input), layout, !out.is_contiguous()});
 }

@@ -23,9 +23,10 @@ at::Tensor new_output(at::IntArrayRef shape, const at::TensorOptions& options, a
 // `input` (size 1 where reduced) and dtype `out_dtype` (see new_output): its
 // element b * inner + c, in row-major order, is where the kernels write it.
 at::Tensor reduce_layout(const at::Tensor& input, at::IntArrayRef shape, const ReduceLayout& layout,
-                         at::ScalarType out_dtype, at::IntArrayRef permutation, const Backend& backend) {
+                         at::ScalarType out_dtype, at::IntArrayRef permutation, const OpCall& call,
+                         const Backend& backend) {
   at::Tensor out = new_output(shape, input.options().dtype(out_dtype), permutation);
-  backend.kernel(input, layout, out);
+  backend.kernel(input, layout, out, call);
   return out;
 }
 
@@ -33,12 +34,12 @@ at::Tensor reduce_layout(const at::Tensor& input, at::IntArrayRef shape, const R
 // layout or in stages, into a new tensor laid out as new_output lays it out.
 // Stages before the last write contiguous partials of `stage_dtype`; the
 // last writes `out_dtype` from them (no kernel of its own for the cast).
-// nullopt otherwise.
+// Each stage tells the op where it sits (OpCall). nullopt otherwise.
 std::optional<at::Tensor> reduce_in_place(const at::Tensor& input, const std::vector<bool>& reduced,
                                           at::ScalarType out_dtype, at::ScalarType stage_dtype,
-                                          at::IntArrayRef permutation, const Backend& backend) {
+                                          at::IntArrayRef permutation, const OpCall& call, const Backend& backend) {
   if (const auto layout = plan_layout(input, reduced))
-    return reduce_layout(input, keepdim_shape(input, reduced), *layout, out_dtype, permutation, backend);
+    return reduce_layout(input, keepdim_shape(input, reduced), *layout, out_dtype, permutation, call, backend);
   const auto stages = plan_stages(input, reduced, *backend.caps);
   if (!stages) return std::nullopt;
   at::Tensor partial = input;
@@ -54,8 +55,11 @@ std::optional<at::Tensor> reduce_in_place(const at::Tensor& input, const std::ve
     }
     TORCH_INTERNAL_ASSERT(layout.has_value());
     const bool last = i + 1 == stages->size();
+    OpCall stage_call = call;
+    stage_call.reads_input = i == 0;
+    stage_call.writes_result = last;
     partial = reduce_layout(partial, keepdim_shape(partial, stage), *layout, last ? out_dtype : stage_dtype,
-                            last ? permutation : at::IntArrayRef{}, backend);
+                            last ? permutation : at::IntArrayRef{}, stage_call, backend);
   }
   return partial;
 }
@@ -63,8 +67,8 @@ std::optional<at::Tensor> reduce_in_place(const at::Tensor& input, const std::ve
 }  // namespace
 
 at::Tensor reduce_dims(const at::Tensor& input, const std::vector<bool>& reduced, at::ScalarType out_dtype,
-                       at::ScalarType stage_dtype, const Backend& backend) {
-  if (auto out = reduce_in_place(input, reduced, out_dtype, stage_dtype, {}, backend)) return *out;
+                       at::ScalarType stage_dtype, const OpCall& call, const Backend& backend) {
+  if (auto out = reduce_in_place(input, reduced, out_dtype, stage_dtype, {}, call, backend)) return *out;
   const BackendCapabilities& caps = *backend.caps;
 
   // The dims in memory order. Where the kept dims are out of order there (a
@@ -82,11 +86,12 @@ at::Tensor reduce_dims(const at::Tensor& input, const std::vector<bool>& reduced
   // `t` (in_memory_order, or a dense copy of it) reduced in `layout`, into the
   // result through a view permuted into memory order (new_output).
   auto reduce_into_result = [&](const at::Tensor& t, const ReduceLayout& layout) {
-    return reduce_layout(t, keepdim_shape(t, memory_reduced), layout, out_dtype, memory_order, backend)
+    return reduce_layout(t, keepdim_shape(t, memory_reduced), layout, out_dtype, memory_order, call, backend)
         .permute(inverse);
   };
   if (!std::is_sorted(memory_order.begin(), memory_order.end())) {
-    if (auto out = reduce_in_place(in_memory_order, memory_reduced, out_dtype, stage_dtype, memory_order, backend))
+    if (auto out =
+            reduce_in_place(in_memory_order, memory_reduced, out_dtype, stage_dtype, memory_order, call, backend))
       return out->permute(inverse);
   }
 
@@ -130,7 +135,7 @@ at::Tensor reduce_dims(const at::Tensor& input, const std::vector<bool>& reduced
   for (int64_t d = 0; d < ndim; ++d) copy_reduced[d] = reduced[order[d]];
   const auto layout = plan_layout(copy, copy_reduced);
   TORCH_INTERNAL_ASSERT(layout.has_value() && layout->kind == ReduceLayout::Inner);
-  return reduce_layout(copy, keepdim_shape(input, reduced), *layout, out_dtype, {}, backend);
+  return reduce_layout(copy, keepdim_shape(input, reduced), *layout, out_dtype, {}, call, backend);
 }
 
 }  // namespace torch_reduce

@@ -13,8 +13,9 @@ namespace torch_reduce {
 
 // Reduces `input` over `reduced` into a new contiguous tensor of the dims of
 // `input` (size 1 where reduced) and dtype `out_dtype`; stages before the
-// last pass partials of `stage_dtype`, the accumulator dtype.
+// last pass partials of `stage_dtype`, the accumulator dtype. `call` goes to
+// the op's kernels, each stage's marked (OpCall::reads_input, writes_result).
 at::Tensor reduce_dims(const at::Tensor& input, const std::vector<bool>& reduced, at::ScalarType out_dtype,
-                       at::ScalarType stage_dtype, const Backend& backend);
+                       at::ScalarType stage_dtype, const OpCall& call, const Backend& backend);
 
 }  // namespace torch_reduce

@@ -80,10 +80,10 @@ at::Tensor wrapping_power(const at::Tensor& x, int64_t n) {
 }  // namespace
 
 at::Tensor reduce_front_end(const OpSemantics& op, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
-                            std::optional<at::ScalarType> dtype, const Backend& backend) {
+                            std::optional<at::ScalarType> dtype, const Backend& backend, double scalar) {
   // No dims: each element reduced on its own, as one over a new dim of size 1.
   if (dim.has_value() && dim->empty() && op.empty_dims == EmptyDimList::NoDims)
-    return reduce_front_end(op, self.unsqueeze(-1), at::IntArrayRef{-1}, false, dtype, backend);
+    return reduce_front_end(op, self.unsqueeze(-1), at::IntArrayRef{-1}, false, dtype, backend, scalar);
   const DtypePlan dtypes = op.dtypes(self.scalar_type(), dtype);
   const int64_t ndim = self.dim();
 
@@ -117,17 +117,22 @@ at::Tensor reduce_front_end(const OpSemantics& op, const at::Tensor& self, at::O
   const at::Tensor input =
       distinct.input.scalar_type() == dtypes.input ? distinct.input : distinct.input.to(dtypes.input);
   const at::ScalarType stage = op.stage_dtype(dtypes);
+  OpCall call;
+  call.scalar = scalar;
   at::Tensor out;
-  if (op.repeats != RepeatRule::Invariant && distinct.repeats > 1) {
+  if (op.repeats == RepeatRule::Weight) {
+    call.weight = static_cast<double>(distinct.repeats);
+    out = reduce_dims(input, reduced, dtypes.kernel, stage, call, backend);
+  } else if (op.repeats != RepeatRule::Invariant && distinct.repeats > 1) {
     // The fold of the distinct values times their repeats (a sum), or to their power (a
     // product), in the accumulator dtype: the repeats take one rounding where their fold took
     // one a repeat (integers wrap as the fold does).
-    out = reduce_dims(input, reduced, stage, stage, backend);
+    out = reduce_dims(input, reduced, stage, stage, call, backend);
     if (op.repeats == RepeatRule::Multiply) out.mul_(distinct.repeats);
     else out = wrapping_power(out, distinct.repeats);
     out = out.to(dtypes.kernel);
   } else {
-    out = reduce_dims(input, reduced, dtypes.kernel, stage, backend);
+    out = reduce_dims(input, reduced, dtypes.kernel, stage, call, backend);
   }
   if (!distinct.input.is_same(self)) out = out.expand(keepdim_shape(self, reduced)).contiguous();
   const at::Tensor result = out.view(out_shape);

@@ -32,8 +32,9 @@ const OpSemantics& semantics_of() {
 }
 
 // The body of every op: `self` reduced over `dim` (None or [] for every
-// dim) with torch's semantics, by the backend's kernels.
+// dim) with torch's semantics, by the backend's kernels; `scalar` is the
+// op's scalar argument (OpCall::scalar), where it has one.
 at::Tensor reduce_front_end(const OpSemantics& op, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
-                            std::optional<at::ScalarType> dtype, const Backend& backend);
+                            std::optional<at::ScalarType> dtype, const Backend& backend, double scalar = 0);
 
 }  // namespace torch_reduce

@@ -4,7 +4,7 @@
 //
 // `BackendT` brings
 //   static const BackendCapabilities& capabilities();
-//   template <typename Spec> static void reduce_layout(input, layout, out);
+//   template <typename Spec> static void reduce_layout(input, layout, out, call);
 //   static constexpr LadderSum kLadderSum;  // nullptr without a ladder
 //   static constexpr c10::DeviceType kDevice;
 //   static const char* kernel_for(layout, element_bytes);  // for explain

@@ -2,8 +2,9 @@
 tensor, where torch's per-sample fallback would call it once per sample (and
 warn of the cost).
 
-Every op of the op list gets its rule from its schema: its arguments begin
-(self, dim, keepdim); the rest (dtype, sum's algorithm) pass through. The rule
+Every op of the op list gets its rule from its schema: its arguments are
+bound by name, dim and keepdim read, the rest (dtype, sum's algorithm,
+vector_norm's ord) passed through. The rule
 reduces the sample's dims as dims of the batch, the batch dim put first.
 Registered from Python: a rule is entered only under vmap, so a plain call
 costs no more. torch releases without torch.library.register_vmap (2.4) keep
@@ -35,28 +36,32 @@ def _batch_dims(dim: Optional[Sequence[int]], rank: int) -> List[int]:
 
 
 def _make_rule(op: torch._ops.OpOverload, name: str) -> Callable:
-    defaults = {a.name: a.default_value for a in op._schema.arguments}
+    names = [a.name for a in op._schema.arguments[1:]]
+    defaults = {a.name: a.default_value for a in op._schema.arguments[1:]}
 
     # The dispatcher leaves out trailing arguments equal to their defaults,
-    # and keepdim may come by name: both land in the parameters below.
-    def rule(info, in_dims, self, dim=defaults["dim"], keepdim=defaults["keepdim"], **kwargs):
+    # and any may come by name: the defaults fill them in.
+    def rule(info, in_dims, self, *args, **named):
+        kwargs = dict(defaults)
+        kwargs.update(zip(names, args), **named)
+        dim, keepdim = kwargs.pop("dim"), kwargs.pop("keepdim")
         batch_dim = in_dims[0]
         if batch_dim is None:
-            return op(self, dim, keepdim=keepdim, **kwargs), None
+            return op(self, dim=dim, keepdim=keepdim, **kwargs), None
         batch = self.movedim(batch_dim, 0)
         if kwargs.get("algorithm") not in (None, "default"):
             # A ladder step reduces all of one tensor (csrc/cuda/ladder/): it has no batched form.
-            return torch.stack([op(sample, dim, keepdim=keepdim, **kwargs) for sample in batch.unbind(0)]), 0
+            return torch.stack([op(sample, dim=dim, keepdim=keepdim, **kwargs) for sample in batch.unbind(0)]), 0
         if reduces_no_dim(name, dim):
             # Each element on its own (any, all): the batch as it is.
-            return op(batch, dim, keepdim=keepdim, **kwargs), 0
+            return op(batch, dim=dim, keepdim=keepdim, **kwargs), 0
         rank = batch.dim() - 1
         dims = _batch_dims(dim, rank)
         if rank == 0:
             # Each sample is one element: reduce it over a dim of size 1, so
             # that it still gets the op's result dtype (an int64 sum of int8).
             batch, dims, keepdim = batch.unsqueeze(1), [1], False
-        return op(batch, dims, keepdim=keepdim, **kwargs), 0
+        return op(batch, dim=dims, keepdim=keepdim, **kwargs), 0
 
     return rule
 

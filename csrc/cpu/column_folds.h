@@ -47,9 +47,9 @@ C10_ALWAYS_INLINE void fold_column_tile(const scalar_t* x, int64_t rows, int64_t
         // vectors stay unrolled, which gcc does vectorise: as loops they were
         // slower. Sums vectorise either way.
 #pragma GCC unroll 1
-        for (int j = 0; j < kTile; ++j) column[j] = op.combine(column[j], wide[j]);
+        for (int j = 0; j < kTile; ++j) column[j] = fold_element(op, column[j], wide[j]);
       } else {
-        for (int j = 0; j < kTile; ++j) column[j] = op.combine(column[j], wide[j]);
+        for (int j = 0; j < kTile; ++j) column[j] = fold_element(op, column[j], wide[j]);
       }
     }
   }
@@ -71,16 +71,16 @@ C10_ALWAYS_INLINE void fold_column_loop(const scalar_t* x, int64_t rows, int64_t
     const scalar_t* __restrict r2 = r1 + row_stride;
     const scalar_t* __restrict r3 = r2 + row_stride;
     for (int64_t c = 0; c < width; ++c) {
-      acc_t a = op.combine(acc[c], widen<acc_t>(r0[c]));
-      a = op.combine(a, widen<acc_t>(r1[c]));
-      a = op.combine(a, widen<acc_t>(r2[c]));
-      acc[c] = op.combine(a, widen<acc_t>(r3[c]));
+      acc_t a = fold_element(op, acc[c], widen<acc_t>(r0[c]));
+      a = fold_element(op, a, widen<acc_t>(r1[c]));
+      a = fold_element(op, a, widen<acc_t>(r2[c]));
+      acc[c] = fold_element(op, a, widen<acc_t>(r3[c]));
     }
   }
   for (; r < rows; ++r) {
     const scalar_t* __restrict row = x + r * row_stride;
     for (int64_t c = 0; c < width; ++c) {
-      acc[c] = op.combine(acc[c], widen<acc_t>(row[c]));
+      acc[c] = fold_element(op, acc[c], widen<acc_t>(row[c]));
     }
   }
 }
@@ -151,7 +151,7 @@ void fold_column_blocks_side_by_side(const scalar_t* x, int64_t row_stride, acc_
   for (int64_t r = 0; r < kColumnBlock; ++r) {
     for (int k = 0; k < kBlocks; ++k) {
       const scalar_t* __restrict row = x + (k * kColumnBlock + r) * row_stride;
-      for (int c = 0; c < kWidth; ++c) a[k][c] = op.combine(a[k][c], widen<acc_t>(row[c]));
+      for (int c = 0; c < kWidth; ++c) a[k][c] = fold_element(op, a[k][c], widen<acc_t>(row[c]));
     }
   }
   for (int k = 0; k < kBlocks; ++k)

@@ -12,7 +12,7 @@ namespace cpu {
 
 // Instantiated in the generated unit of each op.
 template <typename Spec>
-void reduce_layout(const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out);
+void reduce_layout(const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out, const OpCall& call);
 
 struct CpuBackend {
   static constexpr c10::DeviceType kDevice = c10::DeviceType::CPU;
@@ -25,12 +25,14 @@ struct CpuBackend {
     return caps;
   }
   template <typename Spec>
-  static void reduce_layout(const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out) {
+  static void reduce_layout(const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out,
+                            const OpCall& call) {
     if (!out.is_contiguous()) {
       // A permuted view of the result: the CPU kernels write dense outputs.
-      return reduce_through_dense(out, [&](at::Tensor& dense) { cpu::reduce_layout<Spec>(input, layout, dense); });
+      return reduce_through_dense(out,
+                                  [&](at::Tensor& dense) { cpu::reduce_layout<Spec>(input, layout, dense, call); });
     }
-    cpu::reduce_layout<Spec>(input, layout, out);
+    cpu::reduce_layout<Spec>(input, layout, out, call);
   }
   static constexpr LadderSum kLadderSum = nullptr;
 };

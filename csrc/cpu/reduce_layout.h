@@ -24,9 +24,9 @@ namespace cpu {
 
 template <typename Spec>
 void reduce_layout(const at::Tensor& input, const ReduceLayout& layout,
-                   at::Tensor& out) {
+                   at::Tensor& out, const OpCall& call) {
   dispatch_reduction<Spec>(
-      input.scalar_type(), out.scalar_type(), layout.reduce,
+      input.scalar_type(), out.scalar_type(), layout.reduce, call,
       [&](auto types, auto op) {
         using T = decltype(types);
         using scalar_t = typename T::scalar_t;

@@ -61,7 +61,7 @@ acc_t fold_lanes(Isa, const scalar_t* __restrict x, int64_t n, const Op& op) {
       // float32 and int32 amax were slower.
       acc_t wide[lanes];
       widen_vector<Isa::value, lanes>(v, wide);
-      for (int j = 0; j < lanes; ++j) lane[j] = op.combine(lane[j], wide[j]);
+      for (int j = 0; j < lanes; ++j) lane[j] = fold_element(op, lane[j], wide[j]);
 #ifdef TORCH_REDUCE_X86_ISAS
     } else if constexpr (kVectorExtrema<scalar_t, acc_t, Op, Isa::value>) {
       combine_extrema_avx512<Op::kCombine == Combine::Max, lanes>(lane, v);
@@ -72,9 +72,9 @@ acc_t fold_lanes(Isa, const scalar_t* __restrict x, int64_t n, const Op& op) {
       // the unroller, the other folds vectorise as they are; as loops,
       // float64 sums (AVX2) and bool sums (AVX-512) were slower.
 #pragma GCC unroll 1
-      for (int j = 0; j < lanes; ++j) lane[j] = op.combine(lane[j], widen<acc_t>(v[j]));
+      for (int j = 0; j < lanes; ++j) lane[j] = fold_element(op, lane[j], widen<acc_t>(v[j]));
     } else {
-      for (int j = 0; j < lanes; ++j) lane[j] = op.combine(lane[j], widen<acc_t>(v[j]));
+      for (int j = 0; j < lanes; ++j) lane[j] = fold_element(op, lane[j], widen<acc_t>(v[j]));
     }
   };
   acc_t lane[kSets][lanes];
@@ -101,9 +101,9 @@ acc_t fold_lanes(Isa, const scalar_t* __restrict x, int64_t n, const Op& op) {
             for (int j = 0; j < step; ++j) last[k + j] = op.identity();
           }
         }
-        for (int j = 0; j < lanes; ++j) last[j] = j < left ? last[j] : op.identity();
+        for (int j = 0; j < lanes; ++j) last[j] = j < left ? map_element(op, last[j]) : op.identity();
       } else {
-        for (int j = 0; j < lanes; ++j) last[j] = j < left ? widen<acc_t>(x[i + j]) : op.identity();
+        for (int j = 0; j < lanes; ++j) last[j] = j < left ? map_element(op, widen<acc_t>(x[i + j])) : op.identity();
       }
       for (int j = 0; j < lanes; ++j) lane[0][j] = op.combine(lane[0][j], last[j]);
       i = n;
@@ -111,7 +111,7 @@ acc_t fold_lanes(Isa, const scalar_t* __restrict x, int64_t n, const Op& op) {
   }
   combine_halves<lanes / 2>(lane[0], op);
   acc_t acc = lane[0][0];
-  for (; i < n; ++i) acc = op.combine(acc, widen<acc_t>(x[i]));
+  for (; i < n; ++i) acc = fold_element(op, acc, widen<acc_t>(x[i]));
   return acc;
 }
 
@@ -185,7 +185,7 @@ constexpr bool reads_interleaved_rows(int length) { return length == 3 || (lengt
 template <typename acc_t, typename scalar_t, typename Op>
 C10_ALWAYS_INLINE acc_t fold_in_sequence(const scalar_t* x, int64_t length, const Op& op) {
   acc_t acc = op.identity();
-  for (int64_t i = 0; i < length; ++i) acc = op.combine(acc, widen<acc_t>(x[i]));
+  for (int64_t i = 0; i < length; ++i) acc = fold_element(op, acc, widen<acc_t>(x[i]));
   return acc;
 }
 
@@ -217,11 +217,11 @@ void fold_short_rows(Isa isa, const scalar_t* data, int64_t stride, int64_t leng
           for (; i < n; ++i) wide[k][i] = widen<acc_t>(x[k * stride + i]);
         }
         for (int64_t i = 0; i < n; ++i) {
-          for (int k = 0; k < kRowsTogether; ++k) acc[k] = op.combine(acc[k], wide[k][i]);
+          for (int k = 0; k < kRowsTogether; ++k) acc[k] = fold_element(op, acc[k], wide[k][i]);
         }
       } else {
         for (int64_t i = 0; i < n; ++i) {
-          for (int k = 0; k < kRowsTogether; ++k) acc[k] = op.combine(acc[k], widen<acc_t>(x[k * stride + i]));
+          for (int k = 0; k < kRowsTogether; ++k) acc[k] = fold_element(op, acc[k], widen<acc_t>(x[k * stride + i]));
         }
       }
       store_results(isa, acc, kRowsTogether, out + row, op);

@@ -91,7 +91,7 @@ __device__ __forceinline__ Vector<acc_t, vector_width<in_t>()> fold_flat_unit(co
     for (int i = 0; i < kSlots; ++i) {
 #pragma unroll
       for (int j = 0; j < kWidth; ++j) {
-        const acc_t folded = op.combine(acc.value[j], vector_element<acc_t>(unit.loaded[i], j));
+        const acc_t folded = fold_element(op, acc.value[j], vector_element<acc_t>(unit.loaded[i], j));
         const int row = kSlots * i + static_cast<int>((lane_rows >> (4 * j)) & 0xf);
         acc.value[j] = decltype(whole)::value || row < unit.rows ? folded : acc.value[j];
       }

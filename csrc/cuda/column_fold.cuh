@@ -141,11 +141,16 @@ struct ColumnArgs {
 };
 
 // An ops object whose projection is left out: a pass that writes partials
-// stores its values as they are (mean scales the output alone).
+// stores its values as they are (mean scales the output alone). Its
+// elements are mapped as the op's are (HasMap below).
 template <typename Op>
 struct Unprojected {
   Op op;
   __device__ __forceinline__ auto identity() const { return op.identity(); }
+  template <typename T>
+  __device__ __forceinline__ T map(T x) const {
+    return map_element(op, x);
+  }
   template <typename T>
   __device__ __forceinline__ T combine(T a, T b) const {
     return op.combine(a, b);
@@ -155,6 +160,10 @@ struct Unprojected {
     return a;
   }
 };
+}  // namespace cuda
+template <typename Op>
+struct HasMap<cuda::Unprojected<Op>> : HasMap<Op> {};
+namespace cuda {
 
 // Writes an item of kItems columns: to the output (projected) on the last
 // pass, else to row `value_row` of the partials.
@@ -201,7 +210,7 @@ __device__ __forceinline__ void fold_rows(acc_t (&acc)[kItems], const Vector<in_
     for (int k = 0; k < kSlots; ++k) {
       if (k < rows) {
 #pragma unroll
-        for (int i = 0; i < kItems; ++i) acc[i] = op.combine(acc[i], vector_element<acc_t>(loaded[k], i));
+        for (int i = 0; i < kItems; ++i) acc[i] = fold_element(op, acc[i], vector_element<acc_t>(loaded[k], i));
       }
     }
   };

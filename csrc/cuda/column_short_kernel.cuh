@@ -99,8 +99,8 @@ __device__ __forceinline__ void reduce_short_chunk(const in_t* base, int64_t str
           if (!read[j]) continue;
 #pragma unroll
           for (int k = 0; k < kRowsPerSlot; ++k) {
-            const acc_t folded = op.combine(
-                leaf[j], vector_element<acc_t>(loaded[j * kRowsPerSlot + k][c / kItems], c % kItems));
+            const acc_t folded = fold_element(
+                op, leaf[j], vector_element<acc_t>(loaded[j * kRowsPerSlot + k][c / kItems], c % kItems));
             leaf[j] = decltype(full)::value || k < count[j] ? folded : leaf[j];
           }
         }
@@ -179,7 +179,7 @@ __device__ __forceinline__ void reduce_narrow_chunk(const in_t* base, int64_t st
       const bool valid = t * kSlots + s < rows;
 #pragma unroll
       for (int i = 0; i < kItems; ++i)
-        slot[s][i] = op.combine(slot[s][i], valid ? vector_element<acc_t>(loaded[s], i) : op.identity());
+        slot[s][i] = op.combine(slot[s][i], valid ? map_element(op, vector_element<acc_t>(loaded[s], i)) : op.identity());
     }
   }
   Vector<out_t, kItems> result;

@@ -261,10 +261,11 @@ void launch_columns(const scalar_t* data, const ReduceLayout& layout, const Outp
                                                                           /*later_pass=*/false);
   // Later passes reduce [values, outputs] partials, contiguous.
   const int64_t outputs = layout.batch * layout.inner;
+  const Op partials_op = reading_partials(op);
   while (partials.defined()) {
     const int64_t rows = partials.numel() / outputs;
     partials = launch_column_pass<acc_t, acc_t, out_t>(partials.data_ptr<acc_t>(), 1, rows, outputs, 0, outputs, out,
-                                                       op, stream, /*later_pass=*/true);
+                                                       partials_op, stream, /*later_pass=*/true);
   }
 }
 

@@ -166,12 +166,12 @@ __device__ __forceinline__ int32_t narrow_vector_sum(const Vector<T>& v) {
 // are exact in any order, so narrow integers are added up first.
 template <typename acc_t, typename T, typename Op>
 __device__ __forceinline__ acc_t fold_vector(acc_t acc, const Vector<T>& v, const Op& op) {
-  if constexpr (Op::kCombine == Combine::Add && std::is_same_v<acc_t, int64_t> && std::is_integral_v<T> &&
-                sizeof(T) <= 2) {
+  if constexpr (Op::kCombine == Combine::Add && !HasMap<Op>::value && std::is_same_v<acc_t, int64_t> &&
+                std::is_integral_v<T> && sizeof(T) <= 2) {
     return op.combine(acc, static_cast<acc_t>(narrow_vector_sum(v)));
   } else {
 #pragma unroll
-    for (int i = 0; i < vector_width<T>(); ++i) acc = op.combine(acc, vector_element<acc_t>(v, i));
+    for (int i = 0; i < vector_width<T>(); ++i) acc = fold_element(op, acc, vector_element<acc_t>(v, i));
     return acc;
   }
 }
@@ -181,7 +181,7 @@ __device__ __forceinline__ acc_t fold_vector(acc_t acc, const Vector<T>& v, cons
 template <typename acc_t, typename T, typename Op>
 __device__ __forceinline__ acc_t fold_elements(const T* x, int64_t count, const Op& op) {
   acc_t acc = op.identity();
-  for (int64_t i = 0; i < count; ++i) acc = op.combine(acc, static_cast<acc_t>(x[i]));
+  for (int64_t i = 0; i < count; ++i) acc = fold_element(op, acc, static_cast<acc_t>(x[i]));
   return acc;
 }
 
@@ -211,7 +211,7 @@ template <typename acc_t, typename T, typename Op>
 __device__ __forceinline__ acc_t fold_elements(acc_t acc, const Elements<T>& e, const Op& op) {
 #pragma unroll
   for (int i = 0; i < vector_width<T>(); ++i)
-    if (i < e.count) acc = op.combine(acc, static_cast<acc_t>(e.value[i]));
+    if (i < e.count) acc = fold_element(op, acc, static_cast<acc_t>(e.value[i]));
   return acc;
 }
 

@@ -15,7 +15,7 @@ namespace cuda {
 
 // Instantiated in the generated units.
 template <typename Spec, TypeFamily family>
-void reduce_layout(const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out);
+void reduce_layout(const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out, const OpCall& call);
 
 struct CudaBackend {
   static constexpr c10::DeviceType kDevice = c10::DeviceType::CUDA;
@@ -24,11 +24,12 @@ struct CudaBackend {
     return kernel_family_name(layout, element_bytes);
   }
   template <typename Spec>
-  static void reduce_layout(const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out) {
+  static void reduce_layout(const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out,
+                            const OpCall& call) {
     const c10::cuda::CUDAGuard guard(input.device());
     check_device_has_code();
     dispatch_family<Spec>(input.scalar_type(), [&](auto family) {
-      cuda::reduce_layout<Spec, decltype(family)::value>(input, layout, out);
+      cuda::reduce_layout<Spec, decltype(family)::value>(input, layout, out, call);
     });
   }
   static constexpr LadderSum kLadderSum = &ladder_sum;

@@ -262,11 +262,13 @@ inline std::optional<StridedIndex> output_index(const at::Tensor& out, const Red
 // The LayoutKernel body of op `Spec`, for inputs of one TypeFamily; each
 // generated unit instantiates its own, so that they compile in parallel.
 template <typename Spec, TypeFamily family>
-void reduce_layout(const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out) {
+void reduce_layout(const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out, const OpCall& call) {
   const std::optional<StridedIndex> index = output_index(out, layout, input.element_size());
   if (!index)
-    return reduce_through_dense(out, [&](at::Tensor& dense) { reduce_layout<Spec, family>(input, layout, dense); });
-  dispatch_family_reduction<Spec, family>(input.scalar_type(), out.scalar_type(), layout.reduce, [&](auto types, auto op) {
+    return reduce_through_dense(out,
+                                [&](at::Tensor& dense) { reduce_layout<Spec, family>(input, layout, dense, call); });
+  dispatch_family_reduction<Spec, family>(input.scalar_type(), out.scalar_type(), layout.reduce, call,
+                                          [&](auto types, auto op) {
     using T = decltype(types);
     using out_t = typename T::out_t;
     const Output<out_t> output{reinterpret_cast<out_t*>(out.data_ptr()), *index};

@@ -96,8 +96,8 @@ __global__ void __launch_bounds__(kSplitThreads)
 
   // Head and tail are each shorter than one vector.
   if (split == 0) {
-    if (tid < head) acc[0] = op.combine(acc[0], element(tid));
-    if (tail_start + tid < n) acc[1] = op.combine(acc[1], element(tail_start + tid));
+    if (tid < head) acc[0] = fold_element(op, acc[0], element(tid));
+    if (tail_start + tid < n) acc[1] = fold_element(op, acc[1], element(tail_start + tid));
   }
 
   // Tiles are dealt round-robin to the row's blocks, so that at any moment

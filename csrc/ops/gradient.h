@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 
+#include <type_traits>
 #include <vector>
 
 namespace torch_reduce {
@@ -23,6 +24,7 @@ struct Gradient {
   bool keepdim;
   std::vector<int64_t> sizes;  // the input's
   at::ScalarType dtype;        // the input's
+  double scalar;               // the op's scalar argument (vector_norm's ord), else 0
   at::Tensor input;
   at::Tensor result;
 
@@ -45,6 +47,19 @@ struct Tangent {
   at::Tensor result;
   std::vector<int64_t> dims;
   bool keepdim;
+  double scalar;  // as Gradient's
 };
+
+// Where an op's arguments put dim (keepdim follows it) and its scalar
+// argument: (self, dim, keepdim, ...) and none, unless the ops object says
+// otherwise (kDimArg, kScalarArg: vector_norm's (self, ord, dim, keepdim)).
+template <typename Spec, typename = void>
+struct DimArg : std::integral_constant<size_t, 1> {};
+template <typename Spec>
+struct DimArg<Spec, std::void_t<decltype(Spec::kDimArg)>> : std::integral_constant<size_t, Spec::kDimArg> {};
+template <typename Spec, typename = void>
+struct ScalarArg : std::integral_constant<int, -1> {};
+template <typename Spec>
+struct ScalarArg<Spec, std::void_t<decltype(Spec::kScalarArg)>> : std::integral_constant<int, Spec::kScalarArg> {};
 
 }  // namespace torch_reduce

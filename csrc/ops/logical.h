@@ -27,7 +27,7 @@ struct Logical {
     C10_HOST_DEVICE acc_t project(acc_t a) const { return a; }
   };
   template <typename acc_t>
-  static Op<acc_t> make_op(int64_t /*count*/) {
+  static Op<acc_t> make_op(int64_t /*count*/, const OpCall& /*call*/) {
     return {};
   }
 

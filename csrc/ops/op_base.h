@@ -5,10 +5,16 @@
 //  - the device half, `Op<acc_t>`, which every kernel (CPU and CUDA, rows,
 //    columns, gathered or staged) is a template over. Kernels call only
 //      op.identity()      the value an empty accumulator starts from,
-//      op.combine(a, b)   folds two accumulators (an element is first
-//                         converted to acc_t: static_cast, or the code that
-//                         gives its bits, widen on the CPU, vector_element
-//                         on CUDA),
+//      op.combine(a, b)   folds two accumulators,
+//      op.map(x)          optional: an input element, converted to acc_t
+//                         (static_cast, or the code that gives its bits:
+//                         widen on the CPU, vector_element on CUDA), as the
+//                         accumulator it contributes (|x|^p for a norm); the
+//                         kernels fold elements through fold_element, which
+//                         leaves them as they are for ops without one
+//                         (an op with one also has reading_partials(): a
+//                         copy that does not map, for the CUDA column
+//                         passes that read another pass's partials),
 //      op.project(a)      turns the final accumulator into the result;
 //  - the host half: name and schema, the dtypes it takes and returns, the
 //    type triples its kernels are built for, the result of an empty
@@ -24,8 +30,24 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <type_traits>
 
 namespace torch_reduce {
+
+// What one kernel launch tells make_op besides the count: the op's scalar
+// argument, the repeats of each value (RepeatRule::Weight), and where the
+// launch sits among a reduction's stages. Only the first stage reads input
+// elements (an op with a map maps them) and only the last writes results
+// (an op that cannot take a result as an element, a norm, projects only
+// there); the stages between read and write accumulators. Ops whose
+// results fold as their elements do (a mean: means of means of equal
+// counts) may ignore the stage.
+struct OpCall {
+  double scalar = 0;  // the op's scalar argument: vector_norm's ord
+  double weight = 1;  // how many times each element counts
+  bool reads_input = true;
+  bool writes_result = true;
+};
 
 // The dtypes of one call: the input is cast to `input` first (usually a
 // no-op), the kernel writes `kernel`, the caller gets `result`.
@@ -40,6 +62,30 @@ struct DtypePlan {
 // integers added first for an integer Add). Other: only combine() is known.
 enum class Combine { Add, Max, Min, Other };
 
+// An input element folded into an accumulator: op.map(x) where the op has
+// an element step, else x itself.
+template <typename Op, typename = void>
+struct HasMap : std::false_type {};
+template <typename Op>
+struct HasMap<Op, std::void_t<decltype(&Op::map)>> : std::true_type {};
+
+template <typename Op, typename acc_t>
+C10_HOST_DEVICE C10_ALWAYS_INLINE acc_t map_element(const Op& op, acc_t x) {
+  if constexpr (HasMap<Op>::value) return op.map(x);
+  else return x;
+}
+template <typename Op, typename acc_t>
+C10_HOST_DEVICE C10_ALWAYS_INLINE acc_t fold_element(const Op& op, acc_t acc, acc_t x) {
+  return op.combine(acc, map_element(op, x));
+}
+// The op for a pass that reads another pass's partials (accumulators): an
+// op with a map leaves them unmapped (Op::reading_partials()).
+template <typename Op>
+Op reading_partials(const Op& op) {
+  if constexpr (HasMap<Op>::value) return op.reading_partials();
+  else return op;
+}
+
 // What reducing no elements gives (an output whose reduced dims are empty).
 enum class EmptyReduction {
   Zero,   // the identity of a sum (false for any)
@@ -53,14 +99,16 @@ enum class EmptyReduction {
 enum class EmptyDimList { AllDims, NoDims };
 
 // How repeats of a value along an expanded (stride-0) reduced dim change the
-// result: not at all (an extremum, a mean, any), by a factor (a sum), or by
-// a power (a product).
-enum class RepeatRule { Invariant, Multiply, Power };
+// result: not at all (an extremum, a mean, any), by a factor (a sum), by a
+// power (a product), or as the op's map weighs its elements (a norm: the
+// front end passes the repeats as OpCall::weight).
+enum class RepeatRule { Invariant, Multiply, Power, Weight };
 
 // What the op does under CUDA autocast.
 enum class AutocastPolicy {
   None,              // the key falls through (torch.mean, amax, amin)
   Float32IfNoDtype,  // dtype=float32 for eligible inputs when no dtype is given (torch.sum)
+  Float32,           // eligible inputs cast to float32 first (torch.linalg.vector_norm)
 };
 
 // The dtypes the kernels are instantiated for.

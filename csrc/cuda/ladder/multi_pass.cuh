@@ -30,7 +30,7 @@ void sum_in_passes(const at::Tensor& input, at::Tensor& out) {
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   const int64_t n = input.numel();
   dispatch_reduction<Sum>(
-      input.scalar_type(), out.scalar_type(), n, [&](auto types, auto op) {
+      input.scalar_type(), out.scalar_type(), n, OpCall{}, [&](auto types, auto op) {
         using scalar_t = typename decltype(types)::scalar_t;
         using acc_t = typename decltype(types)::acc_t;
         using out_t = typename decltype(types)::out_t;
