@@ -1,4 +1,5 @@
-"""Reductions over one dimension: torch_reduce.{sum,mean,amax,amin,prod,any,all} against torch's, on 2-D
+"""Reductions over one dimension: torch_reduce.{sum,mean,amax,amin,prod,any,all,vector_norm} against torch's
+(vector_norm: the 2-norm, against torch.linalg.vector_norm), on 2-D
 shapes from square to very short or very long rows, over dim=-1 (rows) and dim=0 (columns).
 
     python benchmarks/bench_dims.py                   # all shapes, float32 and bfloat16, every op
@@ -35,9 +36,12 @@ CPU_QUICK_MAX_ELEMENTS = 2**20
 DIMS = (-1, 0)
 DEFAULT_DTYPES = ["float32", "bfloat16"]
 # name: (ours, torch's), for the ops the imported library has (an older build, timed
-# against this one, has fewer).
+# against this one, has fewer). vector_norm is the 2-norm (ord comes before dim).
 OPS = {name: (getattr(torch_reduce, name), getattr(torch, name))
        for name in ("sum", "mean", "amax", "amin", "prod", "any", "all") if hasattr(torch_reduce, name)}
+if hasattr(torch_reduce, "vector_norm"):
+    OPS["vector_norm"] = (lambda x, dim: torch_reduce.vector_norm(x, 2, dim),
+                          lambda x, dim: torch.linalg.vector_norm(x, 2, dim))
 
 
 def parse_args():

@@ -117,7 +117,11 @@ def check_result(ours: torch.Tensor, ref: torch.Tensor, x: torch.Tensor, op: str
     if op in ("amax", "amin") or not ref.dtype.is_floating_point:
         return "ok" if torch.equal(ours, ref) else "MISMATCH: values differ"
     count = x.numel() // max(1, ref.numel())
-    if op == "prod":
+    if op == "vector_norm":
+        # The 2-norm: the square root of a sum of squares, off by half the sum's relative bound.
+        exact = torch.linalg.vector_norm(x.double(), 2, dim)
+        magnitude = exact
+    elif op == "prod":
         # Each factor rounds relative to the product: the bound grows with the count.
         exact = x.double().prod() if dim is None else x.double().prod(dim)
         magnitude = count * exact.abs() + torch.finfo(ref.dtype).tiny

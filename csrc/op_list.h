@@ -13,6 +13,7 @@
 #include "ops/mean.h"
 #include "ops/prod.h"
 #include "ops/sum.h"
+#include "ops/vector_norm.h"
 
 // X(name, OpsObject, input families its kernels take: Floating or
 // FloatingAndIntegral, as its kIntegralKernels says)
@@ -23,4 +24,5 @@
   X(amin, Amin, FloatingAndIntegral)  \
   X(prod, Prod, FloatingAndIntegral)  \
   X(any, Any, FloatingAndIntegral)    \
-  X(all, All, FloatingAndIntegral)
+  X(all, All, FloatingAndIntegral)    \
+  X(vector_norm, VectorNorm, Floating)

@@ -60,8 +60,18 @@ class Op:
     #: Each element adds a rounding relative to the result (a product), rather than one relative
     #: to the sum of |x| (a sum): the tolerance grows with the number of elements reduced.
     error_per_element: bool = False
+    #: How many of the tolerance's rounding budgets a result may take. A norm's sum of squares
+    #: cancels nothing, so where a sum's error is small against the sum of |x|, a norm's is
+    #: relative to the norm itself: it grows with the fold's sequential chains (columns folded
+    #: down a block of rows on the CPU), and a float64 reference (torch's own norm in float64)
+    #: has as much error as the result.
+    rounding_budgets: float = 1.0
     #: Floating inputs give a result with a gradient (any and all give bools).
     differentiable: bool = True
+    #: The op of the library, where this entry is one of its forms: vector_norm of one ord.
+    op_name: str = ""
+    #: The arguments the op takes before dim (vector_norm's ord), given by the entry.
+    leading: tuple = ()
 
     @property
     def empty_raises(self):
@@ -69,13 +79,45 @@ class Op:
 
     @property
     def fn(self):
-        """The Python wrapper: torch_reduce.<name>."""
-        return getattr(torch_reduce, self.name)
+        """The Python wrapper: torch_reduce.<op>, called as (input, dim, keepdim, ...)."""
+        return _with_leading(getattr(torch_reduce, self.library_name), self.leading)
 
     @property
     def raw(self):
-        """The dispatcher op: torch.ops.torch_reduce.<name>."""
-        return getattr(torch.ops.torch_reduce, self.name)
+        """The dispatcher op: torch.ops.torch_reduce.<op>, called as (input, dim, keepdim, ...)."""
+        packet = getattr(torch.ops.torch_reduce, self.library_name)
+        if not self.leading:
+            return packet
+        call = _with_leading(packet, self.leading)
+        call.default = _with_leading(packet.default, self.leading)
+        return call
+
+    @property
+    def library_name(self):
+        return self.op_name or self.name
+
+    @property
+    def overload(self):
+        """The op's OpOverload, as it appears in graphs."""
+        return getattr(torch.ops.torch_reduce, self.library_name).default
+
+
+def _with_leading(fn, leading):
+    """fn called as (input, dim, keepdim, ...), the form every entry's tests use."""
+    if not leading:
+        return fn
+
+    def call(input, *args, **kwargs):
+        return fn(input, *leading, *args, **kwargs)
+
+    return call
+
+
+def _norm_reference(ord):
+    def reference(input, dim=None, keepdim=False, *, dtype=None):
+        return torch.linalg.vector_norm(input, ord, dim, keepdim, dtype=dtype)
+
+    return reference
 
 
 OPS = {
@@ -92,6 +134,12 @@ OPS = {
            all_dims=None, differentiable=False),
         Op("all", torch.all, takes_dtype=False, dtypes=tuple(ALL_DTYPES), empty_result=True, exact=True,
            all_dims=None, differentiable=False),
+        # vector_norm's every ord shares the op's kernels; the 2-norm maps and projects, the
+        # inf-norm takes the largest |x| (tests/test_vector_norm.py covers the other ords).
+        Op("vector_norm", _norm_reference(2), takes_dtype=True, dtypes=tuple(FLOAT_DTYPES), empty_result=0,
+           exact=False, all_dims=None, rounding_budgets=8, leading=(2,)),
+        Op("vector_norm_inf", _norm_reference(math.inf), takes_dtype=True, dtypes=tuple(FLOAT_DTYPES),
+           empty_result=None, exact=True, all_dims=None, op_name="vector_norm", leading=(math.inf,)),
     ]
 }
 ALL_OPS = list(OPS)

@@ -24,8 +24,30 @@ import torch.distributed as dist
 from cases import GRAD_OPS, OPS, _id, raw_dims, reduce, torch_reference
 from conftest import assert_matches_reference, make_tensor
 
-#: The Partial each op's results over a sharded reduced dim are (mean: each rank's share of it).
-PARTIAL_OF = {"sum": "sum", "mean": "sum", "amax": "max", "amin": "min", "prod": "product", "any": "max", "all": "min"}
+#: The Partial each op's results over a sharded reduced dim are (mean: each rank's share of it;
+#: the 2-norm: DTensor's partial norm, x^2 added, then the root).
+PARTIAL_OF = {"sum": "sum", "mean": "sum", "amax": "max", "amin": "min", "prod": "product", "any": "max", "all": "min",
+              "vector_norm": "2-norm", "vector_norm_inf": "max"}
+
+
+def _torch_takes(op, dtype, dtype_argument):
+    """Whether torch's op takes an input of `dtype` with dtype=`dtype_argument` (mean takes int8
+    with dtype=float64; vector_norm takes no integer input)."""
+    try:
+        torch_reference(op, torch.ones(2, 2, dtype=dtype), 0, dtype=dtype_argument)
+    except RuntimeError:
+        return False
+    return True
+
+
+def _partial(op):
+    from torch.distributed.tensor import Partial
+
+    if PARTIAL_OF[op] == "2-norm":
+        from torch.distributed.tensor._ops._math_ops import _NormPartial
+
+        return _NormPartial(2)
+    return Partial(PARTIAL_OF[op])
 #: dtype= arguments: (input dtype, dtype=) for the ops that take it.
 DTYPE_ARGUMENTS = [(torch.float16, torch.float32), (torch.bfloat16, torch.float64), (torch.int8, torch.float64)]
 #: Results no collective of gloo or NCCL carries (their full_tensor() cannot be gathered).
@@ -63,7 +85,7 @@ def _value_cases():
     dtypes = [Case(op, ("S0",), dim=dim, dtype=dtype) for op in OPS for dtype in OPS[op].dtypes for dim in (0, 1)
               if torch_reference(op, torch.ones(1, dtype=dtype)).dtype not in UNCARRIED_DTYPES]
     dtype_arguments = [Case(op, ("S0",), dim=dim, dtype=dtype, dtype_argument=to) for op in OPS if OPS[op].takes_dtype
-                       for dtype, to in DTYPE_ARGUMENTS for dim in (0, 1)]
+                       for dtype, to in DTYPE_ARGUMENTS for dim in (0, 1) if _torch_takes(op, dtype, to)]
     torch_ops = [Case(op, (p,), dim=dim, call="torch.ops") for op in OPS for p in ("S0", "S2")
                  for dim in (None, 0, (0, 2))]
     # Dim 0 is one element: DTensor gathers it (it shards no dim over more ranks than elements).
@@ -151,7 +173,7 @@ def expected_placements(case):
         elif OPS[case.op].empty_raises and _some_rank_holds_none(case, d):
             return None
         else:
-            expected.append(Partial(PARTIAL_OF[case.op]))
+            expected.append(_partial(case.op))
     return expected
 
 

@@ -75,7 +75,7 @@ def test_rows_at_every_offset_give_the_bits_of_an_aligned_copy(device, dtype, le
     kernel."""
     rows = 100000 if length < 32 else 300
     width = 16 // dtype.itemsize
-    reduce = getattr(torch_reduce, op)
+    reduce = OPS[op].fn
     x = make_input((rows, length), dtype, device)
     aligned = reduce(x, 1)
     padded = -(-length // width) * width + width
@@ -99,7 +99,7 @@ def test_short_rows_read_packed_or_not(device, dtype, length, op, make_input, ch
     read that way, from rows with a gap between them, or from a misaligned start (4099 rows: the
     last ones are not a whole vector)."""
     rows = 4099
-    reduce = getattr(torch_reduce, op)
+    reduce = OPS[op].fn
     x = make_input((rows, length), dtype, device)
     packed = reduce(x, 1)
     check(packed, x, op=op, dim=1)
@@ -120,7 +120,7 @@ def test_short_rows_give_the_same_bits_however_many_a_lane_reads(device, dtype, 
     """Short rows are read several to a lane when there are many of them, and one to a lane when
     there are few (on the GPU, by another kernel: the one that reads longer rows): a row gives the
     same bits either way (also as a strided view)."""
-    reduce = getattr(torch_reduce, op)
+    reduce = OPS[op].fn
     x = make_input((200_003, length + 1), dtype, device)[:, :length]
     for view in (x, x.contiguous()):
         full = reduce(view, 1)
@@ -139,7 +139,7 @@ def test_short_rows_give_the_same_bits_however_many_a_lane_reads(device, dtype, 
 def test_rows_folded_together_take_the_bits_of_each_row_alone(device, dtype, length, op, make_input, check,
                                                               bitwise_equal):
     x = make_input((203, length), dtype, device)
-    fn = getattr(torch_reduce, op)
+    fn = OPS[op].fn
     rows = fn(x, 1)
     check(rows, x, op=op, dim=1)
     for k in (0, 1, 7, 8, 100, 201, 202):
@@ -155,7 +155,7 @@ def test_reduced_dims_in_several_runs_are_batch_invariant(device, op, dtype, mak
     take their stages on a copy), the first of dims (1, 3) of a 4-D tensor (read in place), and
     kept dims before and between two reduced runs, the one between cut to width 1 too, also in
     inputs too small for stages."""
-    reduce = getattr(torch_reduce, op)
+    reduce = OPS[op].fn
     z = make_input((12, 9, 10, 120), dtype, device)
     full = reduce(z, (1, 3))
     for k in (1, 5, 11):
@@ -243,7 +243,7 @@ def test_kept_dim_slices_are_batch_invariant(device, case, op, dtype, make_input
     """A slice of any kept dim gives the same bits as the same outputs of the whole, the
     innermost kept dim cut to width 1 included (x[..., :1])."""
     shape, view, dim, slices = KEPT_SLICES[case]
-    reduce = getattr(torch_reduce, op)
+    reduce = OPS[op].fn
     x = view(make_input(shape, dtype, device))
     whole = reduce(x, dim, keepdim=True)  # the reduced dim kept (size 1), so that a cut applies to both
     for i, cut in enumerate(slices):
@@ -268,7 +268,7 @@ def test_streamed_inputs_give_the_same_bits(cuda_device, dtype, shape, dim, op, 
     """An input read under the evict-first L2 policy gives the float64-checked result, and the
     same bits as a small slice of it, which is read under the normal policy."""
     x = make_input(shape, dtype, cuda_device)
-    reduce = getattr(torch_reduce, op)
+    reduce = OPS[op].fn
     full = reduce(x, dim)
     check(full, x, op=op, dim=dim)
     k = 1000

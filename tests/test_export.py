@@ -118,7 +118,7 @@ def test_export_keeps_each_call_as_our_op(op, strict, device, make_input, bitwis
     model = OneOp(op)
     x = make_input((4, 6, 5), torch.float32, device)
     exported = torch.export.export(model, (x,), strict=strict)
-    assert _call_targets(exported.graph) == [OPS[op].raw.default] * len(_calls(op))
+    assert _call_targets(exported.graph) == [OPS[op].overload] * len(_calls(op))
     fresh = make_input((4, 6, 5), torch.float32, device)
     _assert_same_bits(exported.module()(fresh), model(fresh), bitwise_equal)
 
@@ -133,7 +133,7 @@ def test_export_with_dynamic_shapes_serves_every_shape(op, device, make_input, b
     exported = torch.export.export(model, (make_input((4, 6, 5), torch.float32, device),), dynamic_shapes=dims)
     (placeholder,) = [node for node in exported.graph.nodes if node.op == "placeholder"]
     assert all(isinstance(size, torch.SymInt) for size in placeholder.meta["val"].shape)
-    assert _call_targets(exported.graph) == [OPS[op].raw.default] * len(_calls(op))
+    assert _call_targets(exported.graph) == [OPS[op].overload] * len(_calls(op))
     for shape in [(4, 6, 5), (2, 3, 2), (3, 33, 17)]:
         x = make_input(shape, torch.float32, device)
         _assert_same_bits(exported.module()(x), model(x), bitwise_equal)
@@ -147,7 +147,7 @@ def test_export_save_load_round_trip(device, tmp_path, make_input, bitwise_equal
     torch.export.save(exported, tmp_path / "every_op.pt2")
     loaded = torch.export.load(tmp_path / "every_op.pt2")
     assert _call_targets(loaded.graph) == _call_targets(exported.graph)
-    assert {target.name() for target in _call_targets(loaded.graph)} == {f"torch_reduce::{op}" for op in ALL_OPS}
+    assert {target.name() for target in _call_targets(loaded.graph)} == {f"torch_reduce::{OPS[op].library_name}" for op in ALL_OPS}
     for shape in [(8, 33), (5, 7)]:
         x = make_input(shape, torch.float32, device)
         _assert_same_bits(loaded.module()(x), every_op.EveryOp()(x), bitwise_equal)
@@ -189,7 +189,7 @@ def _package_texts(path):
 @requires_aoti
 def test_aoti_package_calls_our_ops_by_name(every_op_package):
     """The package's generated code calls each torch_reduce op of the model through the proxy
-    executor, which finds it by name in the dispatcher at run time: the JSON it reads lists the eight
+    executor, which finds it by name in the dispatcher at run time: the JSON it reads lists the nine
     calls. No reduction of torch's own (an aten sum, mean, amax or amin through the C shim) stands in
     for one of them."""
     _, path = every_op_package
@@ -199,11 +199,11 @@ def test_aoti_package_calls_our_ops_by_name(every_op_package):
                for node in document.get("nodes", [])]
     assert collections.Counter(proxied) == collections.Counter(
         ["torch_reduce::sum", "torch_reduce::mean", "torch_reduce::amax", "torch_reduce::amin", "torch_reduce::sum",
-         "torch_reduce::prod", "torch_reduce::any", "torch_reduce::all"]
+         "torch_reduce::prod", "torch_reduce::any", "torch_reduce::all", "torch_reduce::vector_norm"]
     )
     code = "\n".join(text for name, text in texts.items() if name.endswith(".cpp"))
     assert "proxy_executor_call_function" in code
-    assert not re.search(r"aoti_torch_(cpu|cuda)_(sum|mean|amax|amin|prod|any|all)\b", code)
+    assert not re.search(r"aoti_torch_(cpu|cuda)_(sum|mean|amax|amin|prod|any|all|linalg_vector_norm)\b", code)
 
 
 _OP_LIBRARY_ONLY_CHILD = """

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import torch_reduce
-from cases import ALL_DTYPES, _id
+from cases import ALL_DTYPES, OPS, _id
 from layout_cases import rows_copy
 
 
@@ -55,7 +55,7 @@ def test_full_reductions_of_permuted_dense_tensors_read_in_place(cuda_device, op
     stays under half the input's bytes), and its result is the float64 reference's."""
     x = DENSE_PERMUTATIONS[view](make_input((64, 513, 130), torch.float32, cuda_device))
     assert not x.is_contiguous()
-    out = read_in_place(lambda: getattr(torch_reduce, op)(x), x)
+    out = read_in_place(lambda: OPS[op].fn(x), x)
     check(out, x, op=op)
 
 
@@ -183,7 +183,7 @@ def test_reduced_without_copying_the_input(device, case, op, dtype, make_input, 
     float64 reference's value), contiguous, with and without keepdim."""
     view, shape, dims = IN_PLACE_CASES[case]
     x = view(make_input(shape, dtype, device))
-    reduce = getattr(torch_reduce, op)
+    reduce = OPS[op].fn
     for keepdim in (False, True):
         out = reduce(x, keepdim=keepdim) if dims is None else reduce(x, dims, keepdim=keepdim)
         check(out, x, op=op, dim=dims, keepdim=keepdim)
@@ -237,7 +237,7 @@ def test_gathered_rows_give_the_bits_of_their_copy(device, case, op, dtype, make
     strides: it stages reduced dims in several runs, in an order of its own, and copies the rest.)"""
     view, shape, dims = ROWS_CASES[case]
     x = view(make_input(shape, dtype, device))
-    reduce = getattr(torch_reduce, op)
+    reduce = OPS[op].fn
     copy, copy_dims = rows_copy(x, dims)
     poison(device, copy.numel() * 8)
     out = reduce(x) if dims is None else reduce(x, dims)
@@ -262,7 +262,7 @@ def test_staged_rows_of_whole_vectors(device, view, dtype, op, make_input, bitwi
     """Reduced over (0, 2), such rows give torch's result, every output written, and on CUDA the
     bits of their copy."""
     x = WHOLE_VECTOR_ROWS[view](make_input((3 * 150 * 16 + 1,), dtype, device))
-    reduce = getattr(torch_reduce, op)
+    reduce = OPS[op].fn
     poison(device, x.numel() * 8)
     out = reduce(x, (0, 2))
     check(out, x, op=op, dim=(0, 2))
@@ -286,7 +286,7 @@ def test_gathered_columns_give_the_bits_of_their_copy(device, case, op, dtype, m
     gives the same bits as the same outputs of the whole (batch invariance)."""
     view, shape, dims = COLUMNS_CASES[case]
     x = view(make_input(shape, dtype, device))
-    reduce = getattr(torch_reduce, op)
+    reduce = OPS[op].fn
     poison(device, x.numel() * 8)
     out = reduce(x, dims)
     bitwise_equal(out, reduce(x.contiguous(), dims), "the copy's columns")
@@ -325,7 +325,7 @@ def test_permuted_outputs(device, case, op, dtype, make_input, check, poison):
     hold NaN beforehand)."""
     view, shape, dims = PERMUTED_OUTPUT_CASES[case]
     x = view(make_input(shape, dtype, device))
-    reduce = getattr(torch_reduce, op)
+    reduce = OPS[op].fn
     for keepdim in (False, True):
         poison(device, math.prod(s for d, s in enumerate(x.shape) if d not in dims) * 8)
         out = reduce(x, dims, keepdim=keepdim)
@@ -359,7 +359,7 @@ def test_expanded_kept_dims_give_the_bits_of_one_index(device, case, op, dtype, 
     """An expanded kept dim's outputs are, bit for bit, those of any one index of it."""
     view, shape, dims = EXPANDED_CASES[case]
     x = view(make_input(shape, dtype, device))
-    reduce = getattr(torch_reduce, op)
+    reduce = OPS[op].fn
     whole = reduce(x, dims, keepdim=True)
     for d in expanded_kept_dims(case):
         one = reduce(x.narrow(d, x.size(d) - 1, 1), dims, keepdim=True)

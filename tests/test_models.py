@@ -10,7 +10,7 @@ from torch import nn
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import torch_reduce
-from cases import ALL_OPS, _id
+from cases import ALL_OPS, OPS, _id
 
 
 def _cuda(*values):
@@ -134,7 +134,7 @@ AUTOCAST_CASES = [
     for op in ALL_OPS
     for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int32)
     for dtype_arg in (None, torch.float16)
-    if (op != "mean" or dtype.is_floating_point)
+    if dtype in OPS[op].dtypes
     and (dtype_arg is None or (op in ("sum", "mean") and dtype.is_floating_point))
 ]
 
@@ -146,7 +146,7 @@ def test_cuda_autocast_gives_torchs_dtypes(op, dtype, dtype_arg):
     fake CUDA tensors, so without a GPU too (autocast switched on directly: torch.autocast turns
     itself off where CUDA is not available)."""
     kwargs = {} if dtype_arg is None else {"dtype": dtype_arg}
-    ours_fn, torch_fn = getattr(torch_reduce, op), getattr(torch, op)
+    ours_fn, torch_fn = OPS[op].fn, OPS[op].reference
     was_enabled = torch.is_autocast_enabled("cuda")
     with FakeTensorMode():
         x = torch.empty(4, 8, dtype=dtype, device="cuda")

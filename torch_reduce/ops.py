@@ -4,7 +4,8 @@
 Every op of the C++ op list (csrc/op_list.h) gets both from its schema: a
 wrapper `torch_reduce.<name>` that tries the fast path first, and a fake
 kernel that asks torch's own reduction of the same name for the output's
-shape and dtype. `sum` is written out, for the ladder's `algorithm`."""
+shape and dtype. `sum` (for the ladder's `algorithm`) and `vector_norm` (whose
+`ord` comes before `dim`, as in torch.linalg.vector_norm) are written out."""
 import inspect
 import operator
 from typing import Callable, Dict, List, Optional, Sequence, Union
@@ -144,6 +145,26 @@ _sum = torch.ops.torch_reduce.sum.default
 _fast_sum = _C.sum
 
 
+def vector_norm(
+    input: torch.Tensor,
+    ord: float = 2,
+    dim: DimArg = None,
+    keepdim: bool = False,
+    *,
+    dtype: Optional[torch.dtype] = None,
+) -> torch.Tensor:
+    """Like torch.linalg.vector_norm(input, ord, dim, keepdim, dtype=dtype)."""
+    if dtype is None and isinstance(ord, (int, float)) and ord == 2 and not _is_compiling():
+        result = _fast_vector_norm(input, dim, keepdim)
+        if result is not NotImplemented:
+            return result
+    return _vector_norm(input, ord, _dim_list(dim), keepdim, dtype=dtype)
+
+
+_vector_norm = torch.ops.torch_reduce.vector_norm.default
+_fast_vector_norm = _C.vector_norm
+
+
 # Fake kernels: the output is always a new contiguous tensor; torch's own
 # reductions on the fake input give its shape and dtype (and torch's errors).
 def _like(reference):
@@ -170,7 +191,8 @@ EMPTY_DIMS_REDUCE_NOTHING = frozenset(torch.ops.torch_reduce.empty_dims_reduce_n
 def reduces_no_dim(name: str, dim: Optional[Sequence[int]]) -> bool:
     """Whether op `name` called with `dim` (as its schema takes it) reduces no dim."""
     return dim is not None and len(dim) == 0 and name in EMPTY_DIMS_REDUCE_NOTHING
-WRAPPERS: Dict[str, Callable] = {name: sum if name == "sum" else _make_wrapper(name) for name in OPS}
+_WRITTEN_OUT = {"sum": sum, "vector_norm": vector_norm}
+WRAPPERS: Dict[str, Callable] = {name: _WRITTEN_OUT.get(name) or _make_wrapper(name) for name in OPS}
 for _name in OPS:
     _register_fake(_name)
 

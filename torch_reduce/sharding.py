@@ -5,7 +5,8 @@ takes, for one mesh dim, and what the results then are (register_sharding):
 - a shard on a kept dim stays a shard of that dim (its index shifted where keepdim=False
   drops reduced dims before it);
 - a shard on a reduced dim gives Partial(COMBINE[op].partial): each rank holds its shard's
-  reduction, and the collective combines them with the op's own reduction;
+  reduction, and the collective combines them with the op's own reduction (vector_norm's
+  depends on its ord: DTensor's own partial norm for a p-norm);
 - a replicated input gives a replicated result.
 DTensor redistributes any other placement (a Partial input) before the op.
 
@@ -24,7 +25,7 @@ import importlib.machinery
 import itertools
 import math
 import sys
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -42,15 +43,35 @@ def _sum_over_count(shard, dim=None, keepdim=False, *, count, out_dtype, dtype=N
 class Combine:
     """How an op's results on the shards of a sharded reduced dim make the whole result."""
 
-    #: The collective that combines the ranks' results: the result is Partial(partial).
-    partial: str
+    #: The collective that combines the ranks' results: the result is Partial(partial), or
+    #: partial(<the call's arguments by name>) where it is a function (vector_norm's).
+    partial: Union[str, Callable]
     #: A rank may hold an empty shard of a reduced dim (a sum of nothing is 0). False where
     #: the op raises on an empty reduction (amax, amin): the rule then takes that dim sharded
-    #: only where every rank holds some of it.
-    empty_shard_ok: bool
+    #: only where every rank holds some of it. A function of the call's arguments where that
+    #: depends on them (vector_norm's ord).
+    empty_shard_ok: Union[bool, Callable]
     #: A rank's result where it is not the op's own on its shard (mean's), called as
     #: local_part(shard, *args, count=<elements reduced in all>, out_dtype=..., **kwargs).
     local_part: Optional[Callable] = None
+
+
+def _norm_partial(arguments: dict):
+    """How the ranks' norms of their shards make the norm: the largest, the smallest, the
+    count of nonzeros added, or DTensor's partial p-norm (x^p added, then x^(1/p)), as
+    DTensor combines torch.linalg.vector_norm's; None on a torch without that placement."""
+    from torch.distributed.tensor import Partial
+
+    p = float(arguments["ord"])
+    if math.isinf(p):
+        return Partial("max" if p > 0 else "min")
+    if p == 0:
+        return Partial("sum")
+    try:
+        from torch.distributed.tensor._ops._math_ops import _NormPartial
+    except ImportError:
+        return None
+    return _NormPartial(p)
 
 
 COMBINE: Dict[str, Combine] = {
@@ -61,6 +82,8 @@ COMBINE: Dict[str, Combine] = {
     "prod": Combine("product", empty_shard_ok=True),
     "any": Combine("max", empty_shard_ok=True),
     "all": Combine("min", empty_shard_ok=True),
+    # ord < 0 and ord = +-inf raise on an empty reduction.
+    "vector_norm": Combine(_norm_partial, empty_shard_ok=lambda arguments: 0 <= float(arguments["ord"]) < math.inf),
 }
 
 
@@ -77,6 +100,7 @@ class _Call:
     reduced: Tuple[int, ...]  # ascending
     keepdim: bool
     result: torch.Tensor  # on the meta device: the result's shape, stride and dtype
+    arguments: dict = dataclasses.field(compare=False)  # every argument after self, by name
 
     @classmethod
     def of(cls, name: str, shape: Sequence[int], dtype: torch.dtype, args: tuple, kwargs: dict) -> "_Call":
@@ -92,7 +116,7 @@ class _Call:
             reduced = ()
         else:
             reduced = range(ndim) if not dims else {d % ndim for d in dims} if ndim else ()
-        return cls(name, tuple(shape), tuple(sorted(reduced)), bool(bound["keepdim"]), result)
+        return cls(name, tuple(shape), tuple(sorted(reduced)), bool(bound["keepdim"]), result, bound)
 
     @property
     def count(self) -> int:
@@ -104,12 +128,16 @@ class _Call:
         from torch.distributed.tensor import Partial, Replicate, Shard
 
         combine = COMBINE[self.name]
+        partial = combine.partial(self.arguments) if callable(combine.partial) else Partial(combine.partial)
+        empty_shard_ok = combine.empty_shard_ok
+        if callable(empty_shard_ok):
+            empty_shard_ok = empty_shard_ok(self.arguments)
         pairs = [(Replicate(), Replicate())]
         for d in range(len(self.shape)):
             if d not in self.reduced:
                 pairs.append((Shard(d if self.keepdim else d - sum(r < d for r in self.reduced)), Shard(d)))
-            elif combine.empty_shard_ok or _every_rank_holds_some(self.shape[d], mesh_shape):
-                pairs.append((Partial(combine.partial), Shard(d)))
+            elif partial is not None and (empty_shard_ok or _every_rank_holds_some(self.shape[d], mesh_shape)):
+                pairs.append((partial, Shard(d)))
         return pairs
 
 

@@ -29,6 +29,7 @@ class EveryOp(torch.nn.Module):
             torch_reduce.prod(x, 1),
             torch_reduce.any(x, 0),
             torch_reduce.all(x, (0, 1)),
+            torch_reduce.vector_norm(x, 3, 1),
         )
 
 
