@@ -119,11 +119,9 @@ at::Tensor reduce_front_end(const OpSemantics& op, const at::Tensor& self, at::O
   const at::ScalarType stage = op.stage_dtype(dtypes);
   OpCall call;
   call.scalar = scalar;
+  if (op.repeats == RepeatRule::Weight) call.weight = static_cast<double>(distinct.repeats);
   at::Tensor out;
-  if (op.repeats == RepeatRule::Weight) {
-    call.weight = static_cast<double>(distinct.repeats);
-    out = reduce_dims(input, reduced, dtypes.kernel, stage, call, backend);
-  } else if (op.repeats != RepeatRule::Invariant && distinct.repeats > 1) {
+  if ((op.repeats == RepeatRule::Multiply || op.repeats == RepeatRule::Power) && distinct.repeats > 1) {
     // The fold of the distinct values times their repeats (a sum), or to their power (a
     // product), in the accumulator dtype: the repeats take one rounding where their fold took
     // one a repeat (integers wrap as the fold does).

@@ -44,10 +44,7 @@ struct Mean {
                 "(): could not infer output dtype. Input dtype must be either "
                 "a floating point or complex dtype. Got: ",
                 result);
-    // The kernels read half/bfloat16 and write float directly; any other
-    // requested dtype is reached by casting the input first, like torch.
-    if (is_reduced_precision(self) && result == at::kFloat) return {self, result, result};
-    return {result, result, result};
+    return floating_result_dtypes(self, result);
   }
   static at::ScalarType stage_dtype(const DtypePlan& d) { return accumulator_dtype(d); }
   static constexpr EmptyReduction kEmpty = EmptyReduction::NaN;

@@ -145,6 +145,14 @@ inline at::ScalarType accumulator_dtype(const DtypePlan& d) {
   return is_reduced_precision(d.input) ? at::kFloat : d.kernel;
 }
 
+// The dtypes of a floating `result` asked of a floating input `self`: the
+// kernels read half/bfloat16 and write float directly; any other result
+// dtype is reached by casting the input to it first, like torch.
+inline DtypePlan floating_result_dtypes(at::ScalarType self, at::ScalarType result) {
+  if (is_reduced_precision(self) && result == at::kFloat) return {self, result, result};
+  return {result, result, result};
+}
+
 // The dtypes of an op that folds values as torch.sum does (sum, prod):
 // floating inputs in their type (half and bfloat16 in float), bool and
 // integers in int64; `requested` (dtype=) is the accumulation and result type.
@@ -156,8 +164,6 @@ inline DtypePlan folding_dtypes(const char* name, at::ScalarType self, std::opti
     return {self, self, self};
   }
   const at::ScalarType result = *requested;
-  // The kernels read half/bfloat16 and write float directly.
-  if (is_reduced_precision(self) && result == at::kFloat) return {self, result, result};
   // Integers accumulate in int64; a narrower integer result is the int64
   // fold wrapped around, which is what torch returns. A bool result is "any
   // element nonzero" (a sum) or "every element nonzero" (a product): the
@@ -167,7 +173,7 @@ inline DtypePlan folding_dtypes(const char* name, at::ScalarType self, std::opti
         at::isIntegralType(self, /*includeBool=*/true) && result != at::kBool ? self : result;
     return {input, at::kLong, result};
   }
-  return {result, result, result};
+  return floating_result_dtypes(self, result);
 }
 
 // Two's-complement wrap-around like torch.sum on integers; signed overflow

@@ -105,8 +105,7 @@ struct VectorNorm {
     TORCH_CHECK(at::promoteTypes(self, result) == result, "linalg.vector_norm: the dtype of the input (", self,
                 ") should be convertible without narrowing to the specified dtype (", result, ")");
     check_kernel_dtype(kName, result, "output");
-    if (is_reduced_precision(self) && result == at::kFloat) return {self, result, result};
-    return {result, result, result};
+    return floating_result_dtypes(self, result);
   }
   static at::ScalarType stage_dtype(const DtypePlan& d) { return accumulator_dtype(d); }
   // Empty reductions of the norms without an identity raise in forward().
@@ -155,8 +154,7 @@ struct VectorNorm {
   static at::Tensor tangent(const Tangent& t, const at::Tensor& tangent, const SameOp&) {
     const Widened w(t.input, t.result, t.dims, t.keepdim);
     if (std::isinf(t.scalar)) {
-      // torch's jvp counts an element as a hit where both it and the norm are NaN.
-      const at::Tensor hits = w.x.abs().eq(w.norm).logical_or(w.x.isnan().logical_and(w.norm.isnan())).to(w.x.scalar_type());
+      const at::Tensor hits = w.tangent_hits().to(w.x.scalar_type());
       const at::Tensor ties = hits.sum(t.dims, /*keepdim=*/true);
       return (w.x.sgn() * tangent * hits / ties).sum(t.dims, t.keepdim).to(t.result.scalar_type());
     }
@@ -190,11 +188,13 @@ struct VectorNorm {
       x = widen ? input.to(at::kFloat) : input;
       norm = with_reduced_dims(result, dims, keepdim).to(x.scalar_type());
     }
-    // The elements the inf-norms came from: |x| equal to the norm, or NaN.
+    // The elements the inf-norms came from: |x| equal to the norm, or NaN
+    // (torch's backward); for its jvp, NaN where the norm is NaN too.
     at::Tensor hits() const {
       const at::Tensor magnitude = x.abs();
       return magnitude.eq(norm).logical_or(magnitude.isnan());
     }
+    at::Tensor tangent_hits() const { return x.abs().eq(norm).logical_or(x.isnan().logical_and(norm.isnan())); }
   };
 
   // d norm / d x for the finite ords, of the input's shape: 0 where the norm
