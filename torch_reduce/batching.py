@@ -13,7 +13,7 @@ from typing import Callable, List, Optional, Sequence
 
 import torch
 
-from .ops import OPS, reduces_no_dim
+from .ops import OPS, bind_arguments, reduces_no_dim
 
 
 def _wrap_dim(dim: int, rank: int) -> int:
@@ -36,14 +36,8 @@ def _batch_dims(dim: Optional[Sequence[int]], rank: int) -> List[int]:
 
 
 def _make_rule(op: torch._ops.OpOverload, name: str) -> Callable:
-    names = [a.name for a in op._schema.arguments[1:]]
-    defaults = {a.name: a.default_value for a in op._schema.arguments[1:]}
-
-    # The dispatcher leaves out trailing arguments equal to their defaults,
-    # and any may come by name: the defaults fill them in.
     def rule(info, in_dims, self, *args, **named):
-        kwargs = dict(defaults)
-        kwargs.update(zip(names, args), **named)
+        kwargs = bind_arguments(op, args, named)
         dim, keepdim = kwargs.pop("dim"), kwargs.pop("keepdim")
         batch_dim = in_dims[0]
         if batch_dim is None:

@@ -191,6 +191,17 @@ EMPTY_DIMS_REDUCE_NOTHING = frozenset(torch.ops.torch_reduce.empty_dims_reduce_n
 def reduces_no_dim(name: str, dim: Optional[Sequence[int]]) -> bool:
     """Whether op `name` called with `dim` (as its schema takes it) reduces no dim."""
     return dim is not None and len(dim) == 0 and name in EMPTY_DIMS_REDUCE_NOTHING
+
+
+def bind_arguments(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> dict:
+    """A call's arguments after self, by name, with the schema's defaults for those left out
+    (the dispatcher leaves out trailing arguments equal to their defaults)."""
+    arguments = op._schema.arguments[1:]
+    bound = {a.name: a.default_value for a in arguments}
+    bound.update(zip((a.name for a in arguments), args), **kwargs)
+    return bound
+
+
 _WRITTEN_OUT = {"sum": sum, "vector_norm": vector_norm}
 WRAPPERS: Dict[str, Callable] = {name: _WRITTEN_OUT.get(name) or _make_wrapper(name) for name in OPS}
 for _name in OPS:

@@ -29,7 +29,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
-from .ops import OPS, reduces_no_dim
+from .ops import OPS, bind_arguments, reduces_no_dim
 
 
 def _sum_over_count(shard, dim=None, keepdim=False, *, count, out_dtype, dtype=None):
@@ -107,9 +107,7 @@ class _Call:
         op = _overload(name)
         # The op's fake kernel gives the result (and torch's errors for bad arguments).
         result = op(torch.empty(shape, dtype=dtype, device="meta"), *args, **kwargs)
-        names = [a.name for a in op._schema.arguments[1:]]
-        bound = {a.name: a.default_value for a in op._schema.arguments[1:]}
-        bound.update(zip(names, args), **kwargs)
+        bound = bind_arguments(op, args, kwargs)
         ndim = len(shape)
         dims = bound["dim"]
         if reduces_no_dim(name, dims):
