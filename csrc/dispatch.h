@@ -172,13 +172,14 @@ constexpr bool has_kernels_for(TypeFamily family) {
 }
 
 // Calls f(ReduceTypes<...>{}, op) with the ops object of op `Spec` for an
-// input of `family`; `count` is the number of elements reduced into each
-// output (for a mean's factor) and `call` the launch's OpCall.
+// input of `family` (with_op's choice); `count` is the number of elements
+// reduced into each output (for a mean's factor) and `call` the launch's
+// OpCall.
 template <typename Spec, TypeFamily family, typename F>
 void dispatch_family_reduction(at::ScalarType in, at::ScalarType out, int64_t count, const OpCall& call, F&& f) {
   Spec::template dispatch_types<family>(in, out, [&](auto types) {
     using acc_t = typename decltype(types)::acc_t;
-    f(types, Spec::template make_op<acc_t>(count, call));
+    with_op<Spec, acc_t>(count, call, [&](const auto& op) { f(types, op); });
   });
 }
 

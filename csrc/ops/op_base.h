@@ -16,6 +16,9 @@
 //                         copy that does not map, for the CUDA column
 //                         passes that read another pass's partials),
 //      op.project(a)      turns the final accumulator into the result;
+//    make_op builds it for a launch; an op may also have a faster ops
+//    object for some calls (a compile-time case of a run-time choice), which
+//    its with_op hands the kernels instead (see with_op below);
 //  - the host half: name and schema, the dtypes it takes and returns, the
 //    type triples its kernels are built for, the result of an empty
 //    reduction, the rule for expanded (stride-0) reduced dims, its autocast
@@ -84,6 +87,40 @@ template <typename Op>
 Op reading_partials(const Op& op) {
   if constexpr (HasMap<Op>::value) return op.reading_partials();
   else return op;
+}
+
+// x * x, rounded before anything adds it: CUDA would otherwise fuse a
+// square and the add after it into one fma, whose bits differ from another
+// kernel's that does not.
+template <typename acc_t>
+C10_HOST_DEVICE C10_ALWAYS_INLINE acc_t unfused_square(acc_t x) {
+#ifdef __CUDA_ARCH__
+  if constexpr (std::is_same_v<acc_t, float>) return __fmul_rn(x, x);
+  else if constexpr (std::is_same_v<acc_t, double>) return __dmul_rn(x, x);
+  else return x * x;
+#else
+  return x * x;
+#endif
+}
+
+// The ops object a launch folds with: Spec::make_op's, or, for an op with
+// a faster ops object for some calls, the one its with_op(count, call, f)
+// hands f (vector_norm's 2-norm). The kernels are compiled for every ops
+// object with_op may hand them.
+struct IgnoreOp {
+  template <typename Op>
+  void operator()(const Op&) const {}
+};
+template <typename Spec, typename acc_t, typename = void>
+struct HasWithOp : std::false_type {};
+template <typename Spec, typename acc_t>
+struct HasWithOp<Spec, acc_t,
+                 std::void_t<decltype(Spec::template with_op<acc_t>(int64_t{}, std::declval<const OpCall&>(),
+                                                                    IgnoreOp{}))>> : std::true_type {};
+template <typename Spec, typename acc_t, typename F>
+void with_op(int64_t count, const OpCall& call, F&& f) {
+  if constexpr (HasWithOp<Spec, acc_t>::value) Spec::template with_op<acc_t>(count, call, f);
+  else f(Spec::template make_op<acc_t>(count, call));
 }
 
 // What reducing no elements gives (an output whose reduced dims are empty).

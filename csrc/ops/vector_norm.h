@@ -85,6 +85,32 @@ struct VectorNorm {
     return {kind, static_cast<acc_t>(weight), call.reads_input, call.writes_result};
   }
 
+  // The 2-norm of elements that count once, the common case (gradient
+  // clipping), with no kind to select on: an element is x * x, added. Op's
+  // selects made bfloat16 norms compute-bound on the H100, up to 3.5x a
+  // sum's time (benchmarks/results/dims_h100.json at 9fd4731); this one
+  // costs what a sum does. Its square is never fused into the add
+  // (unfused_square), so both objects give a 2-norm the same bits.
+  template <typename acc_t>
+  struct SquareSum {
+    static constexpr Combine kCombine = Combine::Add;
+    bool maps;
+    bool projects;
+    C10_HOST_DEVICE acc_t identity() const { return acc_t(0); }
+    C10_HOST_DEVICE acc_t map(acc_t x) const { return maps ? unfused_square(x) : x; }
+    SquareSum reading_partials() const { return {false, projects}; }
+    C10_HOST_DEVICE acc_t combine(acc_t a, acc_t b) const { return a + b; }
+    C10_HOST_DEVICE acc_t project(acc_t a) const { return projects ? std::sqrt(a) : a; }
+  };
+  // Hands f the ops object of a launch (op_base.h, with_op): SquareSum where
+  // it applies, else Op. Both have kernels.
+  template <typename acc_t, typename F>
+  static void with_op(int64_t count, const OpCall& call, F&& f) {
+    const Op<acc_t> op = make_op<acc_t>(count, call);
+    if (op.kind == Kind::Two && op.weight == acc_t(1)) return f(SquareSum<acc_t>{op.maps, op.projects});
+    f(op);
+  }
+
   // Floating inputs only; half and bfloat16 accumulate in float. dtype=
   // casts the input to a dtype it converts to without narrowing (half and
   // bfloat16 are read as they are and written as float).
