@@ -1,9 +1,12 @@
-"""Full reductions: torch_reduce.sum against torch.sum and torch.compile(torch.sum).
+"""Full reductions against every peer: torch_reduce.sum beside torch.sum, torch.compile(torch.sum)
+and CUB's DeviceReduce (cub_reference.py, built at run time), with a plain read of the same bytes
+as the floor (plain_read.py), all in one run.
 
     python benchmarks/bench_sum.py            # sizes 2^10..2^30 (every power of 4), all dtypes
     python benchmarks/bench_sum.py --quick    # a handful of sizes
     python benchmarks/bench_sum.py --dtypes float32,int32 --sizes 2^20,2^24 --no-compile
 
+"vs best peer" is the time of the fastest of torch.sum, torch.compile and CUB over ours.
 Without a GPU it measures the CPU path against torch.sum on the CPU (sizes up to 2^24).
 Writes out/sum_<device>.json and .png; --save writes them to results/ (see README.md).
 """
@@ -11,7 +14,9 @@ import argparse
 
 import torch
 
+import cub_reference
 import harness
+import plain_read
 import report
 from timing import host_overhead_us
 
@@ -21,10 +26,10 @@ CUDA_SIZES = [2**k for k in range(10, 31, 2)]
 CUDA_QUICK_SIZES = [2**12, 2**20, 2**24, 2**28]
 CPU_SIZES = [2**k for k in range(10, 25, 2)]
 CPU_QUICK_SIZES = [2**10, 2**16, 2**20]
-COMPILE_DTYPES = ("float32",)  # compiling per shape is slow: one dtype by default
 HOST_OVERHEAD_ELEMENTS = 1024
 
-TORCH, OURS, COMPILED = "torch.sum", "torch_reduce.sum", "torch.compile"
+TORCH, OURS, COMPILED, CUB = "torch.sum", "torch_reduce.sum", "torch.compile", "CUB"
+PEERS = {TORCH: "torch", COMPILED: "compile", CUB: "cub"}  # name: its key in the JSON
 
 
 def parse_args():
@@ -34,7 +39,8 @@ def parse_args():
                         help="comma-separated, default: all of " + ",".join(harness.DTYPES))
     parser.add_argument("--sizes", type=harness.parse_sizes,
                         help="element counts, comma-separated, e.g. 2^20,1000000")
-    parser.add_argument("--no-compile", action="store_true", help="skip torch.compile(torch.sum)")
+    parser.add_argument("--no-compile", action="store_true",
+                        help="skip torch.compile(torch.sum) (a compile per case: most of the run)")
     return parser.parse_args()
 
 
@@ -69,12 +75,23 @@ def bench_case(dtype_name: str, elements: int, with_compile: bool, device, info)
     if with_compile:
         compiled = compiled_sum()
         candidates[COMPILED] = lambda: compiled(x)
-    case["timings"] = {name: harness.measure(fn, device, nbytes, info)
-                       for name, fn in candidates.items()}
-    timings = case["timings"]
-    case["speedup_vs_torch"] = harness.speedup(timings[TORCH], timings[OURS])
-    if with_compile:
-        case["speedup_vs_compile"] = harness.speedup(timings[COMPILED], timings[OURS])
+    if cub_reference.available(device) is None:
+        try:
+            candidates[CUB] = cub_reference.summer(x)
+            case["cub_check"] = harness.checked_result(
+                lambda: candidates[CUB]().to(torch.sum(x).dtype), lambda: torch.sum(x), x, "sum")
+        except Exception as error:  # no CUB column rather than no run
+            case["cub_error"] = harness.error_text(error)
+    case["timings"] = timings = harness.measure_rounds(candidates, device, nbytes, info)
+    if plain_read.available(device) is None and nbytes >= plain_read.VECTOR_BYTES:
+        case["plain_read"] = plain_read.measure(x, info)
+    for peer, key in PEERS.items():
+        if peer in timings:
+            case["speedup_vs_" + key] = harness.speedup(timings[peer], timings[OURS])
+    measured = [peer for peer in PEERS if timings.get(peer, {}).get("us")]
+    if measured:
+        case["best_peer"] = min(measured, key=lambda peer: timings[peer]["us"])
+        case["speedup_vs_best_peer"] = harness.speedup(timings[case["best_peer"]], timings[OURS])
     return case
 
 
@@ -92,10 +109,11 @@ def print_results(cases: list, dtypes: list, info) -> None:
     columns = (
         ("elements", "elements", "<"), ("bytes", "bytes", ">"), ("memory", "mem", "<"),
         ("impl", "implementation", "<"), *report.timing_columns(info),
-        ("vs_torch", "ours vs torch.sum", ">"), ("vs_compile", "ours vs compile", ">"),
+        ("vs_torch", "ours vs torch.sum", ">"), ("vs_best", "ours vs best peer", ">"),
         ("check", "check", "<"), ("notes", "notes", "<"),
     )
-    print("speedups: time of torch.sum (or compile) / time of torch_reduce.sum; >1 = ours faster")
+    print("speedups: time of torch.sum (or of the fastest of torch.sum, torch.compile and CUB) / "
+          "time of torch_reduce.sum; >1 = ours faster")
     for dtype_name in dtypes:
         footnotes = report.Footnotes()
         rows = []
@@ -105,15 +123,23 @@ def print_results(cases: list, dtypes: list, info) -> None:
             if "skipped" in case:
                 rows.append({**size, "impl": "skipped: " + case["skipped"]})
                 continue
-            for name, figures in case["timings"].items():
+            contenders = dict(case["timings"])
+            if "plain_read" in case:
+                contenders["plain read"] = case["plain_read"]
+            for name, figures in contenders.items():
                 row = {**size, "impl": name, **report.timing_cells(figures, footnotes)}
                 if name == OURS:
                     row["vs_torch"] = report.fmt_ratio(case["speedup_vs_torch"])
-                    if "speedup_vs_compile" in case:
-                        row["vs_compile"] = report.fmt_ratio(case["speedup_vs_compile"])
+                    if "best_peer" in case:
+                        row["vs_best"] = (f"{report.fmt_ratio(case['speedup_vs_best_peer'])} "
+                                          f"({case['best_peer']})")
                     row["check"] = report.check_cell(case["check"], footnotes)
+                if name == CUB and "cub_check" in case:
+                    row["check"] = report.check_cell(case["cub_check"], footnotes)
                 rows.append(row)
                 size = {}  # print the size once per case
+            if "cub_error" in case:
+                rows.append({"impl": CUB, "notes": footnotes.mark(case["cub_error"])})
         print(f"\n{dtype_name} ({harness.DTYPES[dtype_name].itemsize} B/element)")
         report.print_table(columns, rows)
         footnotes.print()
@@ -126,11 +152,15 @@ def plot(cases: list, dtypes: list, info, path) -> None:
     fig, panels = report.panel_grid(plt, len(dtypes), 3, (5.5, 4))
     for ax, dtype_name in zip(panels, dtypes):
         measured = [c for c in cases if c["dtype"] == dtype_name and "timings" in c]
-        for name, style in ((TORCH, "o-"), (OURS, "s-"), (COMPILED, "^--")):
+        for name, style in ((TORCH, "o-"), (OURS, "s-"), (COMPILED, "^--"), (CUB, "v--")):
             points = [(c["elements"], c["timings"][name]["gbps"]) for c in measured
                       if c["timings"].get(name, {}).get("gbps")]
             if points:
                 ax.plot(*zip(*points), style, label=name, markersize=4)
+        reads = [(c["elements"], c["plain_read"]["gbps"]) for c in measured
+                 if c.get("plain_read", {}).get("gbps")]
+        if reads:
+            ax.plot(*zip(*reads), ":", color="gray", label="plain read")
         if info.peak_bytes_per_s:
             ax.axhline(info.peak_bytes_per_s / 1e9, color="gray", linestyle=":",
                        label="peak DRAM")
@@ -151,16 +181,14 @@ def main():
     device = harness.pick_device(args.device)
     info = report.describe_device(device)
     sizes = args.sizes or default_sizes(device, args.quick)
-    compile_dtypes = () if args.no_compile else COMPILE_DTYPES
     torch.manual_seed(0)
-    report.print_header("full reduction: torch_reduce.sum vs torch.sum", info)
+    report.print_header("full reduction: torch_reduce.sum vs torch.sum, torch.compile and CUB", info)
 
     cases = []
     progress = report.Progress(len(args.dtypes) * len(sizes), "sum")
     for dtype_name in args.dtypes:
         for elements in sizes:
-            cases.append(bench_case(dtype_name, elements, dtype_name in compile_dtypes,
-                                    device, info))
+            cases.append(bench_case(dtype_name, elements, not args.no_compile, device, info))
             harness.release_memory(device)
             progress.step(f"{dtype_name} {report.fmt_count(elements)}")
     host_overhead = bench_host_overhead(device)

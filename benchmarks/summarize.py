@@ -2,7 +2,7 @@
 
     python benchmarks/summarize.py [--kind h100]
 
-Reads results/{sum,ladder,dims,sweep}_<kind>.json (written by bench_sum.py,
+Reads results/{sum,sum_peers,ladder,dims,sweep}_<kind>.json (written by bench_sum.py,
 bench_ladder.py, bench_dims.py and bench_sweep.py) and results/full_combine_<kind>.txt
 (written by probes/full_combine.cu), and prints the tables that the README
 quotes, so that every figure there comes from a committed file.
@@ -47,16 +47,32 @@ def sum_tables(data):
                 cell += f" {ours['gbps']:.0f}"
             cells.append(cell)
         print(f"| {dtype} | " + " | ".join(cells) + " |")
-    compiled = [r for r in rows if "torch.compile" in r["timings"]]
-    if compiled:
-        print()
-        print("float32, ours vs torch.compile(torch.sum): " + ", ".join(
-            f"{exponent(r['elements'])} {r['timings']['torch_reduce.sum']['us'] / r['timings']['torch.compile']['us']:.2f}"
-            for r in compiled))
+    peers_table(rows, sizes)
     overhead = data.get("host_overhead")
     if overhead:
         print()
         print(f"Host overhead per eager call: {json.dumps(overhead)}")
+
+
+PEER_LETTERS = {"torch.sum": "t", "torch.compile": "c", "CUB": "C"}
+
+
+def peers_table(rows, sizes):
+    """Per dtype: ours / the fastest peer's time (below 1 = faster), and which peer that was."""
+    if not any("best_peer" in r for r in rows):
+        return
+    print()
+    print("Ours / the fastest peer (t: torch.sum, c: torch.compile, C: CUB); below 1 is faster")
+    print()
+    print("| dtype | " + " | ".join(exponent(s) for s in sizes) + " |")
+    print("|---|" + "---|" * len(sizes))
+    for dtype in dict.fromkeys(r["dtype"] for r in rows):
+        cells = []
+        for size in sizes:
+            match = [r for r in rows if r["dtype"] == dtype and r["elements"] == size and "best_peer" in r]
+            cells.append(f"{1 / match[0]['speedup_vs_best_peer']:.2f} {PEER_LETTERS[match[0]['best_peer']]}"
+                         if match else "-")
+        print(f"| {dtype} | " + " | ".join(cells) + " |")
 
 
 def ladder_tables(data):
@@ -169,7 +185,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kind", default="h100", help="device kind in the file names")
     kind = parser.parse_args().kind
-    for name, table in (("sum", sum_tables), ("ladder", ladder_tables), ("dims", dims_sum_table), ("dims", dims_tables),
+    for name, table in (("sum", sum_tables), ("sum_peers", sum_tables), ("ladder", ladder_tables), ("dims", dims_sum_table), ("dims", dims_tables),
                         ("sweep", sweep_table)):
         data = load(name, kind)
         if data is None:
