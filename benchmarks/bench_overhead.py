@@ -5,7 +5,10 @@ built for several Pythons and torch releases would give up (docs/INSTALL.md).
 - torch_reduce.sum: the wrapper and its fast path, a C function of the
   CPython-specific module _C (a Python-free, abi3 library would lack it).
 - torch.ops.torch_reduce.sum: the dispatcher's Python binding, what the
-  wrapper falls back to without the fast path.
+  wrapper falls back to without the fast path; torch.ops.aten.sum is torch's
+  own op through the same binding, so the two rows' gap is our op's and the
+  gap to torch.sum is the binding's (".default": without the packet's
+  choice of overload).
 - custom_op + register_autograd: the op reached through torch.library's Python
   custom op, its autograd formula registered from Python, as a library on
   the LibTorch stable ABI must (it cannot register C++ autograd kernels). Its
@@ -88,6 +91,9 @@ def main():
         "torch.sum": torch.sum,
         "torch_reduce.sum (fast path)": torch_reduce.sum,
         "torch.ops.torch_reduce.sum": torch.ops.torch_reduce.sum,
+        "torch.ops.aten.sum": torch.ops.aten.sum,
+        "torch.ops.torch_reduce.sum.default": torch.ops.torch_reduce.sum.default,
+        "torch.ops.aten.sum.default": torch.ops.aten.sum.default,
         "custom_op": _python_sum,
         "custom_op + register_autograd": _python_autograd_sum,
     }
