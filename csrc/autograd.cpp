@@ -22,6 +22,18 @@
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>
 #include <torch/library.h>
+#include <torch/version.h>
+
+// Compiled autograd (torch._dynamo.config.compiled_autograd) takes a C++ node
+// that describes itself (compiled_args) and hands its backward to Python as a
+// function of IValues (apply_with_saved). That protocol is recent and still
+// moving; it is compiled from torch 2.13, the oldest release this project
+// has built and tested it against. Before, compiled autograd refuses these
+// nodes ("compiled_args not implemented") and plain autograd is unchanged.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 13)
+#define TORCH_REDUCE_COMPILED_AUTOGRAD 1
+#include <torch/csrc/dynamo/compiled_autograd.h>
+#endif
 
 #include <mutex>
 #include <tuple>
@@ -37,6 +49,12 @@ namespace {
 using torch::autograd::Node;
 using torch::autograd::SavedVariable;
 using torch::autograd::variable_list;
+#ifdef TORCH_REDUCE_COMPILED_AUTOGRAD
+using torch::dynamo::autograd::CompiledNodeArgs;
+using torch::dynamo::autograd::IValuePacker;
+using torch::dynamo::autograd::PackedArgs;
+using torch::dynamo::autograd::SwapSavedVariables;
+#endif
 
 // The reduced dims, ascending; every dim for dim=None or dim=[].
 std::vector<int64_t> reduced_dims(const at::Tensor& self, at::OptionalIntArrayRef dim) {
@@ -90,15 +108,100 @@ struct Backward : public Node {
   variable_list apply(variable_list&& grads) override {
     // Against release_variables from another thread (Node's rule for saved variables).
     std::lock_guard<std::mutex> lock(mutex_);
+    return gradient(grads, task_should_compute_output(0), dims, keepdim, sizes, dtype, scalar, input.unpack(),
+                    result.unpack(getptr()));
+  }
+
+  // The backward as a function of the call's values alone: apply's, and
+  // compiled autograd's.
+  static variable_list gradient(const variable_list& grads, bool needed, std::vector<int64_t> dims, bool keepdim,
+                                std::vector<int64_t> sizes, at::ScalarType dtype, double scalar,
+                                at::Tensor input, at::Tensor result) {
     variable_list out(1);
     // An undefined gradient is a zero one, and so is the input's.
-    if (!grads[0].defined() || !task_should_compute_output(0)) return out;
-    Gradient g{grads[0], dims, keepdim, sizes, dtype, scalar};
-    g.input = input.unpack();
-    g.result = result.unpack(getptr());
+    if (!grads[0].defined() || !needed) return out;
+    Gradient g{grads[0], std::move(dims), keepdim, std::move(sizes), dtype, scalar};
+    g.input = std::move(input);
+    g.result = std::move(result);
     out[0] = Spec::backward(g);
     return out;
   }
+
+#ifdef TORCH_REDUCE_COMPILED_AUTOGRAD
+  // What compiled autograd's cache keys on, and the saved tensors it lifts
+  // into its graph.
+  void compiled_args(CompiledNodeArgs& args) const override {
+    args.collect(dims);
+    args.collect(keepdim);
+    args.collect(sizes);
+    args.collect(dtype);
+    args.collect(scalar);
+    args.collect(input, /*is_output=*/false);
+    args.collect(result, /*is_output=*/true);
+  }
+
+  // Puts a call of gradient() into compiled autograd's graph, as ATen's
+  // generated nodes do: the function is bound to Python once, and each
+  // call passes the node's values as IValues.
+  variable_list apply_with_saved(const variable_list& grads, SwapSavedVariables& saved) override {
+    saved.before(input);
+    saved.before(result);
+    const auto& python = torch::dynamo::autograd::getPyCompilerInterface();
+    static std::once_flag bound;
+    std::call_once(bound, [&] {
+      const std::vector<at::TypePtr> schema = {
+          IValuePacker<bool>::packed_type(),
+          IValuePacker<std::vector<int64_t>>::packed_type(),
+          IValuePacker<bool>::packed_type(),
+          IValuePacker<std::vector<int64_t>>::packed_type(),
+          IValuePacker<at::ScalarType>::packed_type(),
+          IValuePacker<double>::packed_type(),
+          IValuePacker<std::optional<at::Tensor>>::packed_type(),
+          IValuePacker<std::optional<at::Tensor>>::packed_type(),
+      };
+      python->bind_function(saved.get_py_compiler(), functional_name(), &gradient_of_ivalues, schema);
+    });
+    PackedArgs packed;
+    packed.pack(task_should_compute_output(0));
+    packed.pack(dims);
+    packed.pack(keepdim);
+    packed.pack(sizes);
+    packed.pack(dtype);
+    packed.pack(scalar);
+    packed.pack(optional_tensor(input.unpack()));
+    packed.pack(optional_tensor(result.unpack(getptr())));
+    const auto metadata = IValuePacker<std::vector<std::optional<torch::autograd::InputMetadata>>>::pack(
+        torch::dynamo::autograd::get_input_metadata(next_edges()));
+    variable_list out =
+        python->call_function(saved.get_py_compiler(), "apply_functional", functional_name(), grads, packed.vec(),
+                              metadata);
+    saved.after(input);
+    saved.after(result);
+    return out;
+  }
+
+  // A Python identifier: the graph's code calls the function by it.
+  static std::string functional_name() { return std::string("torch_reduce_") + Spec::kName + "_backward"; }
+
+  static std::optional<at::Tensor> optional_tensor(at::Tensor t) {
+    if (!t.defined()) return std::nullopt;
+    return t;
+  }
+
+  static variable_list gradient_of_ivalues(const variable_list& grads, const std::vector<c10::IValue>& values) {
+    PackedArgs packed(values);
+    const bool needed = packed.unpack<bool>();
+    auto dims = packed.unpack<std::vector<int64_t>>();
+    const bool keepdim = packed.unpack<bool>();
+    auto sizes = packed.unpack<std::vector<int64_t>>();
+    const auto dtype = packed.unpack<at::ScalarType>();
+    const double scalar = packed.unpack<double>();
+    auto input = packed.unpack<std::optional<at::Tensor>>();
+    auto result = packed.unpack<std::optional<at::Tensor>>();
+    return gradient(grads, needed, std::move(dims), keepdim, std::move(sizes), dtype, scalar,
+                    input.value_or(at::Tensor()), result.value_or(at::Tensor()));
+  }
+#endif
 
   void release_variables() override {
     std::lock_guard<std::mutex> lock(mutex_);

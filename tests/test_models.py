@@ -1,6 +1,6 @@
 """torch_reduce inside models and PyTorch's subsystems: torch.library.opcheck,
 torch.compile(fullgraph=True) with eager, aot_eager and inductor (static and dynamic shapes,
-gradients through the compiled graph), the result dtypes under CUDA autocast, and a small MLP
+gradients through the compiled graph, compiled autograd), the result dtypes under CUDA autocast, and a small MLP
 trained with the ops against the same model trained with torch's reductions, eager and compiled.
 Gradients of the ops themselves are test_autograd.py's; CUDA graphs test_cuda_runtime.py's.
 """
@@ -10,7 +10,7 @@ from torch import nn
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import torch_reduce
-from cases import ALL_OPS, OPS, _id
+from cases import ALL_OPS, GRAD_OPS, OPS, _id, reduce
 
 
 def _cuda(*values):
@@ -228,3 +228,24 @@ def test_compiled_training_step(device, backend, fresh_dynamo):
     torch.testing.assert_close(loss, ref_loss)
     for p, q in zip(model.parameters(), ref_model.parameters()):
         torch.testing.assert_close(p.grad, q.grad)
+
+
+_COMPILED_AUTOGRAD = tuple(int(p) for p in torch.__version__.split(".")[:2]) >= (2, 13)
+
+
+@pytest.mark.skipif(not _COMPILED_AUTOGRAD, reason="the ops' backward nodes take compiled autograd from torch 2.13")
+@pytest.mark.parametrize("op", GRAD_OPS)
+@pytest.mark.parametrize("device,backend", COMPILE_CASES[1:3])
+def test_compiled_autograd(device, backend, op, fresh_dynamo):
+    """Compiled autograd (the backward traced into a graph) takes the ops' backward nodes and gives
+    eager's gradients: of an eager forward, and of a compiled one."""
+    x = torch.randn(6, 7, 5, device=device)
+    g = torch.randn(6, 5, device=device)
+    x_eager = x.clone().requires_grad_()
+    reduce(op, x_eager, 1).backward(g)
+    forward = torch.compile(lambda t: reduce(op, t, 1), backend=backend, fullgraph=True)
+    for f in (lambda t: reduce(op, t, 1), forward):
+        x_traced = x.clone().requires_grad_()
+        with torch._dynamo.compiled_autograd._enable(torch.compile(backend=backend)):
+            f(x_traced).backward(g)
+        torch.testing.assert_close(x_traced.grad, x_eager.grad)
