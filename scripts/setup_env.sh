@@ -54,20 +54,26 @@ export MAX_JOBS="${MAX_JOBS:-$(nproc)}"
 # logged_build LOG COMMAND...: runs a build, showing what it builds and for
 # which GPUs, then "[compiled/total] file" as ninja goes; the whole log goes to
 # LOG, and its end is shown if the build fails. (check_wheel.sh uses it too.)
+# The CPU time is bash's `time` of the whole build, compilers included: the
+# measure of a build's cost that does not depend on the number of cores.
 logged_build() {
   local log=$1; shift
-  local start=$SECONDS status
+  local start=$SECONDS status cpu TIMEFORMAT='%U %S'
   echo "== $* (full log: $log)"
   set +e
-  "$@" 2>&1 | tee "$log" | "$PY" "$ROOT/scripts/build_progress.py"
-  status=${PIPESTATUS[0]}
+  exec 3>&1
+  cpu=$( { time { "$@" 2>&1 | tee "$log" | "$PY" "$ROOT/scripts/build_progress.py" >&3
+                  (exit "${PIPESTATUS[0]}"); }; } 2>&1 )
+  status=$?
+  exec 3>&-
   set -e
   if [ "$status" -ne 0 ]; then
     echo "== the build failed; the end of $log:"
     tail -n 40 "$log"
     exit "$status"
   fi
-  echo "== built in $((SECONDS - start)) s"
+  read -r user sys <<<"$cpu"
+  echo "== built in $((SECONDS - start)) s (CPU time: ${user%.*} s user, ${sys%.*} s system)"
 }
 
 mkdir -p build
