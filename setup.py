@@ -8,7 +8,8 @@ GPU-less build host (CI) still compiles every CUDA source:
   TORCH_REDUCE_CUDA=0  build the CPU kernels only
   unset                CUDA when torch is a CUDA build and nvcc (CUDA_HOME) is found
 Target GPUs follow TORCH_CUDA_ARCH_LIST; unset, the visible GPUs, or with none
-visible the common ones (build_support/build_info.py).
+visible the common ones (build_support/build_info.py). TORCH_REDUCE_PTX_ONLY=1
+compiles them to PTX alone (CI: every source compiled, without ptxas).
 """
 import glob
 import os
@@ -74,6 +75,11 @@ archs = ""
 if with_cuda:
     archs, why = build_info.cuda_arch_list()
     os.environ["TORCH_CUDA_ARCH_LIST"] = archs
+    if os.environ.get("TORCH_REDUCE_PTX_ONLY") == "1":
+        # Explicit -gencode flags, which torch then adds none to.
+        nvcc_flags += build_info.ptx_only_flags(archs)
+        archs = build_info.ptx_only_archs(archs)
+        why += ", PTX only (TORCH_REDUCE_PTX_ONLY=1)"
     srcs += sources("csrc/cuda/**/*.cu")
     extension = CUDAExtension
     define_macros.append(("TORCH_REDUCE_WITH_CUDA", None))

@@ -42,6 +42,33 @@ def cuda_arch_list():
     return COMMON_CUDA_ARCHS, "no GPU visible: the common GPUs"
 
 
+def _arch_numbers(archs):
+    numbers = []
+    for entry in archs.replace(" ", ";").split(";"):
+        if not entry:
+            continue
+        number = entry.replace("+PTX", "")
+        if not re.fullmatch(r"\d+\.\d+a?", number):
+            raise RuntimeError(f"TORCH_REDUCE_PTX_ONLY=1 takes numbered archs (9.0, 9.0a), not {entry!r}")
+        numbers.append(number)
+    return numbers
+
+
+def ptx_only_flags(archs):
+    """nvcc flags that compile for `archs` (a TORCH_CUDA_ARCH_LIST) to PTX
+    alone: cicc compiles every source and template as for a GPU, and ptxas,
+    a quarter to a third of a kernel unit's time, is not run. CI's check that
+    every CUDA source compiles; the library it makes runs on a GPU only
+    through the driver's compilation of the PTX at load."""
+    return [f"-gencode=arch=compute_{n.replace('.', '')},code=compute_{n.replace('.', '')}"
+            for n in _arch_numbers(archs)]
+
+
+def ptx_only_archs(archs):
+    """The build record's archs of such a build: 9.0 -> 9.0:PTX-only."""
+    return ";".join(f"{n}:PTX-only" for n in _arch_numbers(archs))
+
+
 def _first_line(command):
     try:
         out = subprocess.run(command, capture_output=True, text=True, timeout=60).stdout

@@ -34,7 +34,7 @@ def test_build_info_describes_the_build():
     assert info["compiler"]
     if torch_reduce.BUILT_WITH_CUDA:
         assert info["cuda"] == torch.version.cuda
-        assert info["cuda_archs"] and all(re.fullmatch(r"\d+\.\d+a?(\+PTX)?", a) for a in info["cuda_archs"])
+        assert info["cuda_archs"] and all(re.fullmatch(r"\d+\.\d+a?(\+PTX|:PTX-only)?", a) for a in info["cuda_archs"])
         assert "nvcc" in info["nvcc"]
     else:
         assert info["cuda"] is None and info["cuda_archs"] == [] and info["nvcc"] is None
