@@ -25,28 +25,33 @@ def exponent(n):
     return f"2^{int(math.log2(n))}" if n & (n - 1) == 0 else str(n)
 
 
-def sum_tables(data):
-    """Per dtype: ours vs torch.sum (time ratio ours/torch, below 1 = faster), GB/s."""
-    rows = data["results"]
-    sizes = sorted({r["elements"] for r in rows})
-    print("Full reductions: time per call in us (ours / torch.sum; below 1 is faster); GB/s of ours at >= 2^24")
+def dtype_size_table(title, rows, sizes, cell):
+    """A table of a dtype a row and a size a column; cell(rows of that dtype and size) gives a
+    cell's text, or None for "-"."""
+    print(title)
     print()
     print("| dtype | " + " | ".join(exponent(s) for s in sizes) + " |")
     print("|---|" + "---|" * len(sizes))
     for dtype in dict.fromkeys(r["dtype"] for r in rows):
-        cells = []
-        for size in sizes:
-            match = [r for r in rows if r["dtype"] == dtype and r["elements"] == size]
-            if not match or "torch_reduce.sum" not in match[0]["timings"]:
-                cells.append("-")
-                continue
-            t = match[0]["timings"]
-            ours, torch_ = t["torch_reduce.sum"], t["torch.sum"]
-            cell = f"{ours['us']:.3g} ({ours['us'] / torch_['us']:.2f})"
-            if size >= 2**24:
-                cell += f" {ours['gbps']:.0f}"
-            cells.append(cell)
-        print(f"| {dtype} | " + " | ".join(cells) + " |")
+        cells = [cell([r for r in rows if r["dtype"] == dtype and r["elements"] == size]) for size in sizes]
+        print(f"| {dtype} | " + " | ".join(c or "-" for c in cells) + " |")
+
+
+def sum_tables(data):
+    """Per dtype: ours vs torch.sum (time ratio ours/torch, below 1 = faster), GB/s."""
+    rows = data["results"]
+    sizes = sorted({r["elements"] for r in rows})
+
+    def cell(match):
+        if not match or "torch_reduce.sum" not in match[0]["timings"]:
+            return None
+        t = match[0]["timings"]
+        ours, torch_ = t["torch_reduce.sum"], t["torch.sum"]
+        text = f"{ours['us']:.3g} ({ours['us'] / torch_['us']:.2f})"
+        return text + (f" {ours['gbps']:.0f}" if match[0]["elements"] >= 2**24 else "")
+
+    dtype_size_table("Full reductions: time per call in us (ours / torch.sum; below 1 is faster); "
+                     "GB/s of ours at >= 2^24", rows, sizes, cell)
     peers_table(rows, sizes)
     overhead = data.get("host_overhead")
     if overhead:
@@ -59,20 +64,16 @@ PEER_LETTERS = {"torch.sum": "t", "torch.compile": "c", "CUB": "C"}
 
 def peers_table(rows, sizes):
     """Per dtype: ours / the fastest peer's time (below 1 = faster), and which peer that was."""
-    if not any("best_peer" in r for r in rows):
+    rows = [r for r in rows if "best_peer" in r]
+    if not rows:
         return
     print()
-    print("Ours / the fastest peer (t: torch.sum, c: torch.compile, C: CUB); below 1 is faster")
-    print()
-    print("| dtype | " + " | ".join(exponent(s) for s in sizes) + " |")
-    print("|---|" + "---|" * len(sizes))
-    for dtype in dict.fromkeys(r["dtype"] for r in rows):
-        cells = []
-        for size in sizes:
-            match = [r for r in rows if r["dtype"] == dtype and r["elements"] == size and "best_peer" in r]
-            cells.append(f"{1 / match[0]['speedup_vs_best_peer']:.2f} {PEER_LETTERS[match[0]['best_peer']]}"
-                         if match else "-")
-        print(f"| {dtype} | " + " | ".join(cells) + " |")
+
+    def cell(match):
+        return f"{1 / match[0]['speedup_vs_best_peer']:.2f} {PEER_LETTERS[match[0]['best_peer']]}" if match else None
+
+    dtype_size_table("Ours / the fastest peer (t: torch.sum, c: torch.compile, C: CUB); below 1 is faster",
+                     rows, sizes, cell)
 
 
 def ladder_tables(data):
