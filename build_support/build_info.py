@@ -60,8 +60,8 @@ def ptx_only_flags(archs):
     a quarter to a third of a kernel unit's time, is not run. CI's check that
     every CUDA source compiles; the library it makes runs on a GPU only
     through the driver's compilation of the PTX at load."""
-    return [f"-gencode=arch=compute_{n.replace('.', '')},code=compute_{n.replace('.', '')}"
-            for n in _arch_numbers(archs)]
+    computes = [f"compute_{n.replace('.', '')}" for n in _arch_numbers(archs)]
+    return [f"-gencode=arch={c},code={c}" for c in computes]
 
 
 def ptx_only_archs(archs):

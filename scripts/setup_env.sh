@@ -58,7 +58,7 @@ export MAX_JOBS="${MAX_JOBS:-$(nproc)}"
 # measure of a build's cost that does not depend on the number of cores.
 logged_build() {
   local log=$1; shift
-  local start=$SECONDS status cpu TIMEFORMAT='%U %S'
+  local start=$SECONDS status cpu user sys TIMEFORMAT='%U %S'
   echo "== $* (full log: $log)"
   set +e
   exec 3>&1
