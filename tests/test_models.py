@@ -230,7 +230,7 @@ def test_compiled_training_step(device, backend, fresh_dynamo):
         torch.testing.assert_close(p.grad, q.grad)
 
 
-_COMPILED_AUTOGRAD = tuple(int(p) for p in torch.__version__.split(".")[:2]) >= (2, 13)
+_COMPILED_AUTOGRAD = torch.torch_version.TorchVersion(torch.__version__) >= "2.13"
 
 
 @pytest.mark.skipif(not _COMPILED_AUTOGRAD, reason="the ops' backward nodes take compiled autograd from torch 2.13")
