@@ -34,12 +34,14 @@ at::Tensor reduce_layout(const at::Tensor& input, at::IntArrayRef shape, const R
 // layout or in stages, into a new tensor laid out as new_output lays it out.
 // Stages before the last write contiguous partials of `stage_dtype`; the
 // last writes `out_dtype` from them (no kernel of its own for the cast).
-// Each stage tells the op where it sits (OpCall). nullopt otherwise.
+// Each stage tells the op where it sits (OpCall). nullopt otherwise, and
+// where stages are needed but the op has no stage dtype.
 std::optional<at::Tensor> reduce_in_place(const at::Tensor& input, const std::vector<bool>& reduced,
-                                          at::ScalarType out_dtype, at::ScalarType stage_dtype,
+                                          at::ScalarType out_dtype, std::optional<at::ScalarType> stage_dtype,
                                           at::IntArrayRef permutation, const OpCall& call, const Backend& backend) {
   if (const auto layout = plan_layout(input, reduced))
     return reduce_layout(input, keepdim_shape(input, reduced), *layout, out_dtype, permutation, call, backend);
+  if (!stage_dtype) return std::nullopt;
   const auto stages = plan_stages(input, reduced, *backend.caps);
   if (!stages) return std::nullopt;
   at::Tensor partial = input;
@@ -58,7 +60,7 @@ std::optional<at::Tensor> reduce_in_place(const at::Tensor& input, const std::ve
     OpCall stage_call = call;
     stage_call.reads_input = i == 0;
     stage_call.writes_result = last;
-    partial = reduce_layout(partial, keepdim_shape(partial, stage), *layout, last ? out_dtype : stage_dtype,
+    partial = reduce_layout(partial, keepdim_shape(partial, stage), *layout, last ? out_dtype : *stage_dtype,
                             last ? permutation : at::IntArrayRef{}, stage_call, backend);
   }
   return partial;
@@ -67,7 +69,7 @@ std::optional<at::Tensor> reduce_in_place(const at::Tensor& input, const std::ve
 }  // namespace
 
 at::Tensor reduce_dims(const at::Tensor& input, const std::vector<bool>& reduced, at::ScalarType out_dtype,
-                       at::ScalarType stage_dtype, const OpCall& call, const Backend& backend) {
+                       std::optional<at::ScalarType> stage_dtype, const OpCall& call, const Backend& backend) {
   if (auto out = reduce_in_place(input, reduced, out_dtype, stage_dtype, {}, call, backend)) return *out;
   const BackendCapabilities& caps = *backend.caps;
 

@@ -80,10 +80,10 @@ at::Tensor wrapping_power(const at::Tensor& x, int64_t n) {
 }  // namespace
 
 at::Tensor reduce_front_end(const OpSemantics& op, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
-                            std::optional<at::ScalarType> dtype, const Backend& backend, double scalar) {
+                            std::optional<at::ScalarType> dtype, const Backend& backend, OpCall call) {
   // No dims: each element reduced on its own, as one over a new dim of size 1.
   if (dim.has_value() && dim->empty() && op.empty_dims == EmptyDimList::NoDims)
-    return reduce_front_end(op, self.unsqueeze(-1), at::IntArrayRef{-1}, false, dtype, backend, scalar);
+    return reduce_front_end(op, self.unsqueeze(-1), at::IntArrayRef{-1}, false, dtype, backend, call);
   const DtypePlan dtypes = op.dtypes(self.scalar_type(), dtype);
   const int64_t ndim = self.dim();
 
@@ -116,16 +116,15 @@ at::Tensor reduce_front_end(const OpSemantics& op, const at::Tensor& self, at::O
   const DistinctValues distinct = cut_expanded_dims(self, reduced);
   const at::Tensor input =
       distinct.input.scalar_type() == dtypes.input ? distinct.input : distinct.input.to(dtypes.input);
-  const at::ScalarType stage = op.stage_dtype(dtypes);
-  OpCall call;
-  call.scalar = scalar;
+  const std::optional<at::ScalarType> stage = op.stage_dtype(dtypes);
   if (op.repeats == RepeatRule::Weight) call.weight = static_cast<double>(distinct.repeats);
   at::Tensor out;
   if ((op.repeats == RepeatRule::Multiply || op.repeats == RepeatRule::Power) && distinct.repeats > 1) {
     // The fold of the distinct values times their repeats (a sum), or to their power (a
     // product), in the accumulator dtype: the repeats take one rounding where their fold took
     // one a repeat (integers wrap as the fold does).
-    out = reduce_dims(input, reduced, stage, stage, call, backend);
+    TORCH_INTERNAL_ASSERT(stage.has_value(), "torch_reduce.", op.name, ": repeats folded in a stage dtype");
+    out = reduce_dims(input, reduced, *stage, stage, call, backend);
     if (op.repeats == RepeatRule::Multiply) out.mul_(distinct.repeats);
     else out = wrapping_power(out, distinct.repeats);
     out = out.to(dtypes.kernel);

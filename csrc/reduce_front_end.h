@@ -18,7 +18,9 @@ namespace torch_reduce {
 struct OpSemantics {
   const char* name;  // in error messages: "sum", "amax", ...
   DtypePlan (*dtypes)(at::ScalarType self, std::optional<at::ScalarType> requested);
-  at::ScalarType (*stage_dtype)(const DtypePlan& dtypes);  // what stages pass between them
+  // What stages pass between them; none where no dtype holds the op's
+  // state (var's), whose layouts are then read in one stage.
+  std::optional<at::ScalarType> (*stage_dtype)(const DtypePlan& dtypes);
   EmptyReduction empty;
   RepeatRule repeats;
   EmptyDimList empty_dims;
@@ -26,15 +28,18 @@ struct OpSemantics {
 
 template <typename Spec>
 const OpSemantics& semantics_of() {
-  static const OpSemantics semantics{Spec::kName, &Spec::dtypes, &Spec::stage_dtype, Spec::kEmpty, Spec::kRepeats,
-                                      Spec::kEmptyDims};
+  static const OpSemantics semantics{
+      Spec::kName, &Spec::dtypes,
+      [](const DtypePlan& d) -> std::optional<at::ScalarType> { return Spec::stage_dtype(d); }, Spec::kEmpty,
+      Spec::kRepeats, Spec::kEmptyDims};
   return semantics;
 }
 
 // The body of every op: `self` reduced over `dim` (None or [] for every
-// dim) with torch's semantics, by the backend's kernels; `scalar` is the
-// op's scalar argument (OpCall::scalar), where it has one.
+// dim) with torch's semantics, by the backend's kernels; `call` holds the
+// op's own values for its kernels (OpCall's scalar and root), where it has
+// them; the front end sets the rest.
 at::Tensor reduce_front_end(const OpSemantics& op, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
-                            std::optional<at::ScalarType> dtype, const Backend& backend, double scalar = 0);
+                            std::optional<at::ScalarType> dtype, const Backend& backend, OpCall call = {});
 
 }  // namespace torch_reduce

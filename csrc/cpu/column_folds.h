@@ -36,12 +36,12 @@ C10_ALWAYS_INLINE void fold_column_tile(const scalar_t* x, int64_t rows, int64_t
   } else {
     for (int64_t r = 0; r < rows; ++r) {
       acc_t wide[kTile];
-      if (kTile == kWidenVector<scalar_t, isa> && n < kTile) {
+      if (kTile == kWidenVector<scalar_t, acc_t, isa> && n < kTile) {
         widen_part_of_vector<isa>(x + r * row_stride, n, wide);
       } else {
         widen_vector<isa, kTile>(x + r * row_stride, wide);
       }
-      if constexpr (kSelects<Op> && kTile == kWidenVector<scalar_t, isa>) {
+      if constexpr (kSelects<Op> && kTile == kWidenVector<scalar_t, acc_t, isa>) {
         // A tile of one vector folds amax's and amin's select in a loop, not
         // unrolled: unrolled, gcc 12 did not vectorise it. Tiles of four
         // vectors stay unrolled, which gcc does vectorise: as loops they were
@@ -124,7 +124,7 @@ void fold_columns(Isa, const scalar_t* x, int64_t rows, int64_t row_stride, int6
         first = step;
         break;
     }
-  } else if constexpr (constexpr int step = kWidenVector<scalar_t, Isa::value>; step > 1) {
+  } else if constexpr (constexpr int step = kWidenVector<scalar_t, acc_t, Isa::value>; step > 1) {
     for (; first + 4 * step <= width; first += 4 * step)
       fold_column_tile<4 * step, Isa::value>(x + first, rows, row_stride, 4 * step, acc + first, op);
     for (; first < width; first += step)

@@ -87,7 +87,7 @@ inline float half_to_float(at::Half h) {
 template <typename acc_t, typename scalar_t>
 acc_t widen(scalar_t x) {
   if constexpr (std::is_same_v<scalar_t, at::Half>) {
-    return half_to_float(x);
+    return acc_t(half_to_float(x));
   } else {
     return static_cast<acc_t>(x);
   }

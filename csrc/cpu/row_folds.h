@@ -90,7 +90,7 @@ acc_t fold_lanes(Isa, const scalar_t* __restrict x, int64_t n, const Op& op) {
     if (i < n) {
       const int left = static_cast<int>(n - i);
       acc_t last[lanes];
-      if constexpr (constexpr int step = kWidenVector<scalar_t, Isa::value>; step > 1) {
+      if constexpr (constexpr int step = kWidenVector<scalar_t, acc_t, Isa::value>; step > 1) {
         // widen_part_of_vector pads with 0; the identity replaces it below.
         for (int k = 0; k < lanes; k += step) {
           if (k + step <= left) {
@@ -208,8 +208,8 @@ void fold_short_rows(Isa isa, const scalar_t* data, int64_t stride, int64_t leng
       const scalar_t* x = data + row * stride;
       acc_t acc[kRowsTogether];
       for (int k = 0; k < kRowsTogether; ++k) acc[k] = op.identity();
-      if constexpr (std::is_same_v<scalar_t, at::Half> && kWidenVector<scalar_t, Isa::value> > 1) {
-        constexpr int step = kWidenVector<scalar_t, VectorIsa::Avx2>;
+      if constexpr (std::is_same_v<scalar_t, at::Half> && kWidenVector<scalar_t, acc_t, Isa::value> > 1) {
+        constexpr int step = kWidenVector<scalar_t, acc_t, VectorIsa::Avx2>;
         acc_t wide[kRowsTogether][kLanes<acc_t>];
         for (int k = 0; k < kRowsTogether; ++k) {
           int64_t i = 0;
@@ -229,7 +229,7 @@ void fold_short_rows(Isa isa, const scalar_t* data, int64_t stride, int64_t leng
   }
   if constexpr (kLength > 0 && reads_interleaved_rows(kLength)) {
     if (stride == kLength) {
-      if constexpr (std::is_same_v<scalar_t, at::Half> && kWidenVector<scalar_t, Isa::value> > 1) {
+      if constexpr (std::is_same_v<scalar_t, at::Half> && kWidenVector<scalar_t, acc_t, Isa::value> > 1) {
         // Half is widened by F16C a block of rows at a time, folded as
         // floats, and the results narrowed by F16C too (store_results): a
         // vector an instruction each way, not an element at a time.

@@ -11,17 +11,22 @@
 #include <type_traits>
 
 #include "common.h"
+#include "ops/op_base.h"
 #include "vector_isa.h"
 
 namespace torch_reduce {
 namespace cpu {
 
-// Elements a widen_vector call converts with one instruction (or two).
-template <typename scalar_t, VectorIsa isa>
+// Elements a widen_vector call converts with one instruction (or two); one
+// where the accumulator is a struct (var's state), which the vector
+// instructions do not write.
+template <typename scalar_t, typename acc_t, VectorIsa isa>
 constexpr int kWidenVector =
-    !(std::is_same_v<scalar_t, at::Half> || std::is_same_v<scalar_t, at::BFloat16>) || isa == VectorIsa::Baseline ? 1
-    : isa == VectorIsa::Avx2                                                                                      ? 8
-                                                                                                                  : 16;
+    !(std::is_same_v<scalar_t, at::Half> || std::is_same_v<scalar_t, at::BFloat16>) || isa == VectorIsa::Baseline ||
+            kStructAccumulator<acc_t>
+        ? 1
+    : isa == VectorIsa::Avx2 ? 8
+                             : 16;
 
 // out[0, n) = x[0, n) widened, n a multiple of kWidenVector. Half is
 // converted by F16C where the Isa has it: the portable half_to_float takes
@@ -30,7 +35,7 @@ constexpr int kWidenVector =
 // (fold_columns).
 template <VectorIsa isa, int n, typename acc_t, typename scalar_t>
 C10_ALWAYS_INLINE void widen_vector(const scalar_t* x, acc_t* out) {
-  constexpr int step = kWidenVector<scalar_t, isa>;
+  constexpr int step = kWidenVector<scalar_t, acc_t, isa>;
   static_assert(n % step == 0);
 #ifdef TORCH_REDUCE_X86_ISAS
   if constexpr (step > 1) {
@@ -58,6 +63,7 @@ C10_ALWAYS_INLINE void widen_vector(const scalar_t* x, acc_t* out) {
 template <VectorIsa isa, typename acc_t, typename scalar_t>
 C10_ALWAYS_INLINE void widen_part_of_vector(const scalar_t* x, int n, acc_t* out) {
 #ifdef TORCH_REDUCE_X86_ISAS
+  static_assert(kWidenVector<scalar_t, acc_t, isa> > 1, "called only where widen_vector converts several");
   if constexpr (std::is_same_v<scalar_t, at::BFloat16>) {
     if constexpr (isa == VectorIsa::Avx512) {
       widen_some_bfloat16s_avx512(x, n, out);

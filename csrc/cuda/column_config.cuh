@@ -307,7 +307,7 @@ constexpr int64_t kFlatColumnsMinBytes = 4 << 20;
 
 inline int64_t flat_first_column(uintptr_t address, int64_t element_bytes, int64_t item_width, int64_t batch,
                                  int64_t reduce, int64_t columns, int64_t batch_stride, int64_t reduce_stride) {
-  const int64_t width = kVectorBytes / element_bytes;
+  const int64_t width = std::max<int64_t>(kVectorBytes / element_bytes, 1);
   const int64_t first = static_cast<int64_t>(address % kVectorBytes) / element_bytes;
   const bool narrow = item_width * element_bytes < kNarrowItemBytes && columns > item_width;
   const bool large = reduce > kFoldLength && batch * reduce * reduce_stride * element_bytes >= kFlatColumnsMinBytes;

@@ -31,12 +31,15 @@ int column_item_width(const in_t* data, int64_t batch, int64_t columns, int64_t 
 }
 
 // A column pass's partials for the next pass: `count` accumulators on the
-// stream's device.
+// stream's device, as bytes (an accumulator may be a struct: var's state).
 template <typename acc_t>
 at::Tensor new_partials(int64_t count, const c10::cuda::CUDAStream& stream) {
-  return at::empty({count}, at::TensorOptions()
-                                .dtype(c10::CppTypeToScalarType<acc_t>::value)
-                                .device(at::kCUDA, stream.device_index()));
+  return at::empty({count * static_cast<int64_t>(sizeof(acc_t))},
+                   at::TensorOptions().dtype(at::kByte).device(at::kCUDA, stream.device_index()));
+}
+template <typename acc_t>
+acc_t* partials_of(const at::Tensor& partials) {
+  return static_cast<acc_t*>(partials.data_ptr());
 }
 
 // One pass of the column reduction (one level or two, see column_fold.cuh);
@@ -111,7 +114,7 @@ at::Tensor launch_column_pass(const in_t* data, int64_t batch, int64_t reduce, i
   at::Tensor partials;
   if (values_left > 1) {
     partials = new_partials<acc_t>(values_left * batch * columns, stream);
-    args.partials = partials.data_ptr<acc_t>();
+    args.partials = partials_of<acc_t>(partials);
   }
   const auto grid = static_cast<unsigned int>(column_pass_grid(kernel, reduce, blocks));
   // Every pass of several launches early (dependent_launch.cuh).
@@ -205,8 +208,8 @@ std::optional<at::Tensor> launch_flat_columns(const in_t* data, const ReduceLayo
   // Elements of 8 bytes make no narrow items, and one-byte elements are
   // left to the item kernels: a vector of sixteen int64 accumulators a
   // thread is more than the kernel's registers and shared memory are sized
-  // for.
-  if constexpr (sizeof(in_t) == 1 || sizeof(in_t) >= kNarrowItemBytes) {
+  // for. So is a vector of struct states (var's).
+  if constexpr (sizeof(in_t) == 1 || sizeof(in_t) >= kNarrowItemBytes || kStructAccumulator<acc_t>) {
     return std::nullopt;
   } else {
     if (out.index.dims != 0) return std::nullopt;
@@ -222,7 +225,7 @@ std::optional<at::Tensor> launch_flat_columns(const in_t* data, const ReduceLayo
     const int64_t chunks = ceil_div(layout.reduce, kFoldLength);
     const int64_t outputs = layout.batch * layout.inner;
     at::Tensor partials = new_partials<acc_t>(chunks * outputs, stream);
-    args.partials = partials.data_ptr<acc_t>();
+    args.partials = partials_of<acc_t>(partials);
     const int units = flat_run_vectors(layout.reduce_stride, kWidth);
     const int per_block = flat_chunks_per_block(units);
     const int threads = static_cast<int>(ceil_div(per_block * units, kWarpSize) * kWarpSize);
@@ -263,8 +266,8 @@ void launch_columns(const scalar_t* data, const ReduceLayout& layout, const Outp
   const int64_t outputs = layout.batch * layout.inner;
   const Op partials_op = reading_partials(op);
   while (partials.defined()) {
-    const int64_t rows = partials.numel() / outputs;
-    partials = launch_column_pass<acc_t, acc_t, out_t>(partials.data_ptr<acc_t>(), 1, rows, outputs, 0, outputs, out,
+    const int64_t rows = partials.numel() / static_cast<int64_t>(sizeof(acc_t)) / outputs;
+    partials = launch_column_pass<acc_t, acc_t, out_t>(partials_of<acc_t>(partials), 1, rows, outputs, 0, outputs, out,
                                                        partials_op, stream, /*later_pass=*/true);
   }
 }

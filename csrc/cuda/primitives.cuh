@@ -23,10 +23,11 @@ bool is_aligned(const T* p, size_t bytes = kVectorBytes) {
   return reinterpret_cast<uintptr_t>(p) % bytes == 0;
 }
 
-// Elements of T in one 16-byte load.
+// Elements of T in one 16-byte load; one for a larger T (var's state of
+// doubles), which one load of its own size moves.
 template <typename T>
 constexpr int vector_width() {
-  return kVectorBytes / sizeof(T);
+  return sizeof(T) < kVectorBytes ? kVectorBytes / sizeof(T) : 1;
 }
 
 // N consecutive elements moved by one load or store; 16 bytes by default.
@@ -83,11 +84,16 @@ __device__ __forceinline__ Vector<T, N> load_input(const T* p) {
 // out of it too. ptxas sees no asm, so the loaded words' keep_loaded alone did
 // not stop it moving row_reduce_kernel's second bfloat16 load below the first
 // one's fold: a second round trip to memory (sm_90 SASS).
-// One-byte values (bool) are left alone.
+// One-byte values (bool) are left alone; a struct (var's state), word by word.
 template <typename T>
 __device__ __forceinline__ void keep_computed(T& v) {
-  static_assert(sizeof(T) <= 8 && (sizeof(T) & (sizeof(T) - 1)) == 0, "a scalar of 1, 2, 4 or 8 bytes");
-  if constexpr (sizeof(T) == 8) {
+  static_assert(sizeof(T) <= 8 ? (sizeof(T) & (sizeof(T) - 1)) == 0 : sizeof(T) % 4 == 0,
+                "a scalar of 1, 2, 4 or 8 bytes, or whole 32-bit words");
+  if constexpr (sizeof(T) > 8) {
+    auto* words = reinterpret_cast<uint32_t*>(&v);
+#pragma unroll
+    for (int i = 0; i < static_cast<int>(sizeof(T) / 4); ++i) keep_computed(words[i]);
+  } else if constexpr (sizeof(T) == 8) {
     asm volatile("" : "+l"(*reinterpret_cast<uint64_t*>(&v)));
   } else if constexpr (sizeof(T) == 4) {
     asm volatile("" : "+r"(*reinterpret_cast<uint32_t*>(&v)));
@@ -295,11 +301,19 @@ __device__ __forceinline__ int64_t misaligned_head(const T* p, int64_t n) {
   return head < n ? head : n;
 }
 
-// Shuffles have no bool overload; move bools as ints.
+// Shuffles have no bool overload; move bools as ints, and a struct
+// accumulator (var's state) a 32-bit word at a time.
 template <typename T>
 __device__ __forceinline__ T shuffle_xor(T v, int lane_mask, int width) {
   if constexpr (std::is_same_v<T, bool>) {
     return static_cast<bool>(__shfl_xor_sync(0xffffffffu, static_cast<int>(v), lane_mask, width));
+  } else if constexpr (kStructAccumulator<T>) {
+    static_assert(sizeof(T) % 4 == 0, "a state of whole 32-bit words");
+    auto* words = reinterpret_cast<uint32_t*>(&v);
+#pragma unroll
+    for (int i = 0; i < static_cast<int>(sizeof(T) / 4); ++i)
+      words[i] = __shfl_xor_sync(0xffffffffu, words[i], lane_mask, width);
+    return v;
   } else {
     return __shfl_xor_sync(0xffffffffu, v, lane_mask, width);
   }

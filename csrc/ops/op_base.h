@@ -50,7 +50,16 @@ struct OpCall {
   double weight = 1;  // how many times each element counts
   bool reads_input = true;
   bool writes_result = true;
+  bool root = false;  // std, by var's kernels: the result's square root
 };
+
+// Whether an accumulator is a struct of several values (var's mean, M2 and
+// count) rather than a number: the kernels then fold it only through the
+// ops object, and skip the paths that hold accumulators in vector registers.
+template <typename acc_t>
+struct IsStructAccumulator : std::false_type {};
+template <typename acc_t>
+constexpr bool kStructAccumulator = IsStructAccumulator<acc_t>::value;
 
 // The dtypes of one call: the input is cast to `input` first (usually a
 // no-op), the kernel writes `kernel`, the caller gets `result`.

@@ -146,13 +146,13 @@ struct VectorNorm {
     const double p = ord.toDouble();
     if (p < 0 || std::isinf(p)) check_not_empty(self, dim, p);
     const OpSemantics& norm = semantics_of<VectorNorm>();
-    if (kind_of(p) != Kind::Power) return reduce_front_end(norm, self, dim, keepdim, dtype, backend, p);
+    if (kind_of(p) != Kind::Power) return reduce_front_end(norm, self, dim, keepdim, dtype, backend, OpCall{p});
     // (sum of |x|^p)^(1/p): |x|^p in the accumulator's dtype (a dtype= cast
     // first), summed as the 1-norm sums, the root taken in the same dtype.
     const DtypePlan dtypes = VectorNorm::dtypes(self.scalar_type(), dtype);
     const at::ScalarType acc = accumulator_dtype(dtypes);
     const at::Tensor powers = self.to(acc).abs().pow(p);
-    const at::Tensor sum = reduce_front_end(norm, powers, dim, keepdim, std::nullopt, backend, /*scalar=*/1.0);
+    const at::Tensor sum = reduce_front_end(norm, powers, dim, keepdim, std::nullopt, backend, OpCall{/*scalar=*/1.0});
     return sum.pow(1.0 / p).to(dtypes.result);
   }
   template <typename Handle>
