@@ -5,8 +5,9 @@ units; nothing else in the build names an op."""
 import os
 import re
 
-# X(name, OpsObject, families): families is Floating or FloatingAndIntegral.
-_ENTRY = re.compile(r"^\s*X\((\w+),\s*(\w+),\s*(Floating|FloatingAndIntegral)\)")
+# X(name, OpsObject, families): families is Floating or FloatingAndIntegral,
+# or None for an op that runs another op's kernels (it has no units).
+_ENTRY = re.compile(r"^\s*X\((\w+),\s*(\w+),\s*(Floating|FloatingAndIntegral|None)\)")
 
 _CPU = """// Generated from csrc/op_list.h by build_support/kernel_units.py.
 #include "cpu/reduce_layout.h"
@@ -57,6 +58,8 @@ def generate(root, with_cuda):
     out = os.path.join("build", "generated")
     paths = []
     for name, spec, families in op_list(root):
+        if families == "None":
+            continue
         units = [(os.path.join(out, "cpu", f"reduce_{name}.cpp"), _CPU.format(spec=spec))]
         if with_cuda:
             for family in ["Floating", "Integral"] if families == "FloatingAndIntegral" else ["Floating"]:

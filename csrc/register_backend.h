@@ -12,10 +12,24 @@
 
 #include <torch/library.h>
 
+#include <type_traits>
+
 #include "explain.h"
 #include "op_list.h"
 
 namespace torch_reduce {
+
+// The op whose kernels an op runs: its own, or another's that it names as
+// Spec::Kernels (std runs var's), whose units the build then does not
+// compile twice.
+template <typename Spec, typename = void>
+struct KernelsOf {
+  using type = Spec;
+};
+template <typename Spec>
+struct KernelsOf<Spec, std::void_t<typename Spec::Kernels>> {
+  using type = typename Spec::Kernels;
+};
 
 template <typename Spec, typename BackendT, typename Signature = typename Spec::Signature>
 struct BackendEntry;
@@ -23,7 +37,7 @@ struct BackendEntry;
 template <typename Spec, typename BackendT, typename... Args>
 struct BackendEntry<Spec, BackendT, at::Tensor(Args...)> {
   static at::Tensor call(Args... args) {
-    static const Backend backend{&BackendT::capabilities(), &BackendT::template reduce_layout<Spec>,
+    static const Backend backend{&BackendT::capabilities(), &BackendT::template reduce_layout<typename KernelsOf<Spec>::type>,
                                  BackendT::kLadderSum};
     return Spec::forward(backend, args...);
   }
