@@ -220,7 +220,7 @@ struct Autograd<Spec, at::Tensor(Args...)> {
 
   template <typename Tuple>
   static double scalar_of(const Tuple& args) {
-    if constexpr (ScalarArg<Spec>::value >= 0) return std::get<ScalarArg<Spec>::value>(args).toDouble();
+    if constexpr (ScalarArg<Spec>::value >= 0) return scalar_value(std::get<ScalarArg<Spec>::value>(args));
     else return 0;
   }
 

@@ -12,17 +12,22 @@
 #include "ops/any.h"
 #include "ops/mean.h"
 #include "ops/prod.h"
+#include "ops/std.h"
 #include "ops/sum.h"
+#include "ops/var.h"
 #include "ops/vector_norm.h"
 
 // X(name, OpsObject, input families its kernels take: Floating or
-// FloatingAndIntegral, as its kIntegralKernels says)
-#define TORCH_REDUCE_FOR_EACH_OP(X)   \
-  X(sum, Sum, FloatingAndIntegral)    \
-  X(mean, Mean, Floating)             \
-  X(amax, Amax, FloatingAndIntegral)  \
-  X(amin, Amin, FloatingAndIntegral)  \
-  X(prod, Prod, FloatingAndIntegral)  \
-  X(any, Any, FloatingAndIntegral)    \
-  X(all, All, FloatingAndIntegral)    \
-  X(vector_norm, VectorNorm, Floating)
+// FloatingAndIntegral, as its kIntegralKernels says; None for an op that
+// runs another's kernels, OpsObject::Kernels)
+#define TORCH_REDUCE_FOR_EACH_OP(X)    \
+  X(sum, Sum, FloatingAndIntegral)     \
+  X(mean, Mean, Floating)              \
+  X(amax, Amax, FloatingAndIntegral)   \
+  X(amin, Amin, FloatingAndIntegral)   \
+  X(prod, Prod, FloatingAndIntegral)   \
+  X(any, Any, FloatingAndIntegral)     \
+  X(all, All, FloatingAndIntegral)     \
+  X(vector_norm, VectorNorm, Floating) \
+  X(var, Var, Floating)                \
+  X(std, Std, None)

@@ -66,12 +66,17 @@ class Op:
     #: down a block of rows on the CPU), and a float64 reference (torch's own norm in float64)
     #: has as much error as the result.
     rounding_budgets: float = 1.0
+    #: The result is a variance (or its root) of the elements: its rounding is relative to their
+    #: second moment, the mean of x^2 (halved over the result for a root), not to the op of |x|.
+    second_moment: bool = False
     #: Floating inputs give a result with a gradient (any and all give bools).
     differentiable: bool = True
     #: The op of the library, where this entry is one of its forms: vector_norm of one ord.
     op_name: str = ""
     #: The arguments the op takes before dim (vector_norm's ord), given by the entry.
     leading: tuple = ()
+    #: keepdim is keyword-only, as torch.var's (a third positional argument there is `unbiased`).
+    keepdim_by_name: bool = False
 
     @property
     def empty_raises(self):
@@ -80,17 +85,20 @@ class Op:
     @property
     def fn(self):
         """The Python wrapper: torch_reduce.<op>, called as (input, dim, keepdim, ...)."""
-        return _with_leading(getattr(torch_reduce, self.library_name), self.leading)
+        return self._positional(_with_leading(getattr(torch_reduce, self.library_name), self.leading))
 
     @property
     def raw(self):
         """The dispatcher op: torch.ops.torch_reduce.<op>, called as (input, dim, keepdim, ...)."""
         packet = getattr(torch.ops.torch_reduce, self.library_name)
-        if not self.leading:
+        if not self.leading and not self.keepdim_by_name:
             return packet
-        call = _with_leading(packet, self.leading)
-        call.default = _with_leading(packet.default, self.leading)
+        call = self._positional(_with_leading(packet, self.leading))
+        call.default = self._positional(_with_leading(packet.default, self.leading))
         return call
+
+    def _positional(self, fn):
+        return _keepdim_by_name(fn) if self.keepdim_by_name else fn
 
     @property
     def library_name(self):
@@ -109,6 +117,18 @@ def _with_leading(fn, leading):
 
     def call(input, *args, **kwargs):
         return fn(input, *leading, *args, **kwargs)
+
+    return call
+
+
+def _keepdim_by_name(fn):
+    """fn, whose keepdim is keyword-only, called as (input, dim, keepdim, ...)."""
+
+    def call(input, *args, **kwargs):
+        if len(args) > 1:
+            kwargs["keepdim"] = args[1]
+            args = args[:1] + args[2:]
+        return fn(input, *args, **kwargs)
 
     return call
 
@@ -140,6 +160,12 @@ OPS = {
            exact=False, all_dims=None, rounding_budgets=8, leading=(2,)),
         Op("vector_norm_inf", _norm_reference(math.inf), takes_dtype=True, dtypes=tuple(FLOAT_DTYPES),
            empty_result=None, exact=True, all_dims=None, op_name="vector_norm", leading=(math.inf,)),
+        # var folds Welford's state (a struct accumulator); std is var's kernels and a root. Their
+        # rounding grows with the fold's sequential chains, as a norm's does.
+        Op("var", _keepdim_by_name(torch.var), takes_dtype=False, dtypes=tuple(FLOAT_DTYPES), empty_result=math.nan,
+           exact=False, all_dims=None, keepdim_by_name=True, second_moment=True, rounding_budgets=16),
+        Op("std", _keepdim_by_name(torch.std), takes_dtype=False, dtypes=tuple(FLOAT_DTYPES), empty_result=math.nan,
+           exact=False, all_dims=None, keepdim_by_name=True, second_moment=True, rounding_budgets=16),
     ]
 }
 ALL_OPS = list(OPS)
@@ -163,6 +189,13 @@ def torch_reference(op, x, dim=None, keepdim=False, dtype=None):
     if not spec.takes_dtype:
         return spec.reference(x, spec.all_dims if dim is None else dim, keepdim)
     return spec.reference(x, dim, keepdim, dtype=dtype)
+
+
+def gradient_reference_dim(op, dim):
+    """dim for torch's op where its gradient or tangent is the reference: torch's var_backward
+    and var_jvp count the elements of dim=[] as one (an infinite or NaN derivative) though its
+    var reduces every dim, so dim=None, the same reduction, stands in for it."""
+    return None if OPS[op].second_moment and isinstance(dim, (list, tuple)) and len(dim) == 0 else dim
 
 
 def raw_dims(op, dim):

@@ -156,6 +156,19 @@ def _accumulation_eps(out_dtype):
     return torch.finfo(torch.float64 if out_dtype == torch.float64 else torch.float32).eps
 
 
+def _two_pass_variance(op, x, dim, keepdim):
+    """var (or std) of float64 `x`, correction 1, as the sum of squared deviations from the mean:
+    torch's own float64 var is off by thousands of ulps over a million elements."""
+    if x.dim() == 0 or dim is None or dim in ([], ()):
+        dims = list(range(x.dim()))
+    else:
+        dims = [dim] if isinstance(dim, int) else list(dim)
+    count = math.prod(x.shape[d] for d in dims)
+    m2 = (x - x.mean(dims, keepdim=True)).square().sum(dims, keepdim=keepdim)
+    var = m2 / max(count - 1, 0)
+    return var.sqrt() if op == "std" else var
+
+
 def assert_matches_reference(actual, x, op="sum", dim=None, keepdim=False, dtype=None, *, rel_factor=8.0):
     """Checks `actual` == op(x, dim, keepdim, dtype=dtype) with torch's semantics.
 
@@ -163,6 +176,7 @@ def assert_matches_reference(actual, x, op="sum", dim=None, keepdim=False, dtype
     are compared with the float64 reduction of the (cast) input:
         |actual - ref| <= eps(out) * |ref| + rel_factor * eps(acc) * red(|x|) + tiny
     (red = the op itself; times the count for ops marked error_per_element in cases.OPS (prod);
+    the mean of x^2 for ops marked second_moment (var; over twice the result for std);
     acc = float32 for half/bfloat16/float32, float64 for
     float64); NaN where the reference is NaN, the same infinities. Integer and
     bool results, and amax/amin, must equal torch's exactly.
@@ -179,10 +193,14 @@ def assert_matches_reference(actual, x, op="sum", dim=None, keepdim=False, dtype
 
     out_dtype = expected.dtype
     xc = (x if dtype is None else x.to(dtype)).to(torch.float64)
-    ref = torch_reference(op, xc, dim, keepdim).cpu()
+    ref = (_two_pass_variance(op, xc, dim, keepdim) if OPS[op].second_moment else torch_reference(op, xc, dim, keepdim)).cpu()
     mag = torch_reference(op, xc.abs(), dim, keepdim).cpu()
     if OPS[op].error_per_element:
         mag = mag * (x.numel() // max(expected.numel(), 1))
+    if OPS[op].second_moment:
+        mag = torch.mean(xc * xc, dim, keepdim).cpu()
+        if op == "std":
+            mag = mag / (2 * ref)
     got = actual.detach().cpu().to(torch.float64)
 
     # NaN / Inf exactly where the reference has them.
@@ -218,7 +236,7 @@ def assert_matches_reference(actual, x, op="sum", dim=None, keepdim=False, dtype
         raise AssertionError(
             f"{op}: {int(viol.sum())} of {viol.numel()} value(s) out of tolerance; first at {list(i)}: "
             f"got {got[i].item()!r}, float64 reference {ref[i].item()!r}, |err| {err[i].item():.3g} > "
-            f"tol {tol[i].item():.3g} (out dtype {out_dtype}, {op}|x| = {mag[i].item():.3g})"
+            f"tol {tol[i].item():.3g} (out dtype {out_dtype}, tolerance scale {mag[i].item():.3g})"
         )
 
 

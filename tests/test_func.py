@@ -12,7 +12,7 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from cases import ALL_OPS, DTYPE_OPS, GRAD_OPS, OPS, _id, op_dtype_params, reduce, torch_reference
+from cases import ALL_OPS, DTYPE_OPS, GRAD_OPS, OPS, _id, gradient_reference_dim, op_dtype_params, reduce, torch_reference
 
 HAS_VMAP_RULES = hasattr(torch.library, "register_vmap")
 pytestmark = pytest.mark.filterwarnings(f"{'error' if HAS_VMAP_RULES else 'ignore'}:There is a performance drop")
@@ -44,7 +44,7 @@ def _input(op, shape, dtype, device):
 
 def _pair(op, dim, keepdim):
     """The op and torch's, as functions of the input alone."""
-    return (lambda v: reduce(op, v, dim, keepdim)), (lambda v: torch_reference(op, v, dim, keepdim))
+    return (lambda v: reduce(op, v, dim, keepdim)), (lambda v: torch_reference(op, v, gradient_reference_dim(op, dim), keepdim))
 
 
 def _assert_same(op, ours, theirs):

@@ -82,8 +82,9 @@ def test_wrappers_take_the_dim_forms_torch_takes(device, op, form, keepdim, make
 def test_wrappers_refuse_the_dim_forms_torch_refuses(op, form, make_input):
     x = make_input((3, 4, 5), torch.float32, "cpu")
     dim = REFUSED_DIMS[form]()
-    with pytest.raises(TypeError):
-        cases.OPS[op].reference(x, dim)
+    if not (form == "bool" and cases.OPS[op].keepdim_by_name):  # torch.var(x, True) is unbiased=True
+        with pytest.raises(TypeError):
+            cases.OPS[op].reference(x, dim)
     with pytest.raises(TypeError):
         SPECS[op].fn(x, dim)
 

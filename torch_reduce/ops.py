@@ -103,10 +103,18 @@ def _make_wrapper(name: str) -> Callable:
             return op(input, dims, keepdim, **kwargs)
         return op(input, dims, keepdim=keepdim, **kwargs)
 
+    if not keepdim_positional:
+        # keepdim by name only, as torch's op takes it (torch.var(x, 1, True) is unbiased=True).
+        keepdim_or_not = wrapper
+
+        def wrapper(input: torch.Tensor, dim: DimArg = dim_default, *, keepdim: bool = False, **kwargs):
+            return keepdim_or_not(input, dim, keepdim, **kwargs)
+
+    keepdim_kind = inspect.Parameter.POSITIONAL_OR_KEYWORD if keepdim_positional else inspect.Parameter.KEYWORD_ONLY
     parameters = [
         inspect.Parameter("input", inspect.Parameter.POSITIONAL_OR_KEYWORD),
         inspect.Parameter("dim", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=dim_default),
-        inspect.Parameter("keepdim", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=False),
+        inspect.Parameter("keepdim", keepdim_kind, default=False),
     ] + [inspect.Parameter(a.name, inspect.Parameter.KEYWORD_ONLY, default=a.default_value) for a in extra]
     wrapper.__signature__ = inspect.Signature(parameters)
     wrapper.__name__ = wrapper.__qualname__ = name

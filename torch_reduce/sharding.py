@@ -84,6 +84,10 @@ COMBINE: Dict[str, Combine] = {
     "all": Combine("min", empty_shard_ok=True),
     # ord < 0 and ord = +-inf raise on an empty reduction.
     "vector_norm": Combine(_norm_partial, empty_shard_ok=lambda arguments: 0 <= float(arguments["ord"]) < math.inf),
+    # No placement combines the ranks' variances (each a mean and M2): a shard of a reduced
+    # dim is gathered before the op.
+    "var": Combine(lambda arguments: None, empty_shard_ok=True),
+    "std": Combine(lambda arguments: None, empty_shard_ok=True),
 }
 
 

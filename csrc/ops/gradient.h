@@ -52,7 +52,8 @@ struct Tangent {
 
 // Where an op's arguments put dim (keepdim follows it) and its scalar
 // argument: (self, dim, keepdim, ...) and none, unless the ops object says
-// otherwise (kDimArg, kScalarArg: vector_norm's (self, ord, dim, keepdim)).
+// otherwise (kDimArg, kScalarArg: vector_norm's (self, ord, dim, keepdim),
+// var's (self, dim, keepdim, correction)).
 template <typename Spec, typename = void>
 struct DimArg : std::integral_constant<size_t, 1> {};
 template <typename Spec>
@@ -61,5 +62,10 @@ template <typename Spec, typename = void>
 struct ScalarArg : std::integral_constant<int, -1> {};
 template <typename Spec>
 struct ScalarArg<Spec, std::void_t<decltype(Spec::kScalarArg)>> : std::integral_constant<int, Spec::kScalarArg> {};
+
+// The scalar argument's value: a Scalar (vector_norm's ord) or a float
+// (var's correction).
+inline double scalar_value(const at::Scalar& s) { return s.toDouble(); }
+inline double scalar_value(double s) { return s; }
 
 }  // namespace torch_reduce
