@@ -38,7 +38,7 @@ DEFAULT_DTYPES = ["float32", "bfloat16"]
 # name: (ours, torch's), for the ops the imported library has (an older build, timed
 # against this one, has fewer). vector_norm is the 2-norm (ord comes before dim).
 OPS = {name: (getattr(torch_reduce, name), getattr(torch, name))
-       for name in ("sum", "mean", "amax", "amin", "prod", "any", "all") if hasattr(torch_reduce, name)}
+       for name in ("sum", "mean", "amax", "amin", "prod", "any", "all", "var", "std") if hasattr(torch_reduce, name)}
 if hasattr(torch_reduce, "vector_norm"):
     OPS["vector_norm"] = (lambda x, dim: torch_reduce.vector_norm(x, 2, dim),
                           lambda x, dim: torch.linalg.vector_norm(x, 2, dim))

@@ -121,6 +121,13 @@ def check_result(ours: torch.Tensor, ref: torch.Tensor, x: torch.Tensor, op: str
         # The 2-norm: the square root of a sum of squares, off by half the sum's relative bound.
         exact = torch.linalg.vector_norm(x.double(), 2, dim)
         magnitude = exact
+    elif op in ("var", "std"):
+        # Welford's fold rounds relative to the second moment, the mean of x^2 (halved over the
+        # result for std's root), as the tests' tolerance does.
+        wide = x.double()
+        exact = getattr(wide, op)() if dim is None else getattr(wide, op)(dim)
+        second = (wide * wide).mean() if dim is None else (wide * wide).mean(dim)
+        magnitude = 4 * (second if op == "var" else second / (2 * exact))
     elif op == "prod":
         # Each factor rounds relative to the product: the bound grows with the count.
         exact = x.double().prod() if dim is None else x.double().prod(dim)
