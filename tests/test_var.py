@@ -33,7 +33,6 @@ def test_small_spread_beside_a_large_mean(op, device):
     """float32 of mean 1000 and spread 3: sums of x and x^2 would lose the variance."""
     ours, _ = OPS[op]
     x = (1000 + 3 * torch.randn(4, 1_000_003, dtype=torch.float64)).to(device)
-    expected = getattr(torch, op)(x, 1)
     for dim in (1, None):
         actual = ours(x.float(), dim)
         expected = getattr(torch, op)(x, dim).float()
@@ -69,3 +68,13 @@ def test_integer_inputs_raise_torch_error(op):
     ours, _ = OPS[op]
     with pytest.raises(RuntimeError, match="std and var only support floating point and complex dtypes"):
         ours(torch.arange(6))
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_errors_name_the_op_called(op):
+    """std runs var's kernels, but its errors and warnings name std."""
+    ours, _ = OPS[op]
+    with pytest.raises(RuntimeError, match=f"torch_reduce.{op}: unsupported input dtype ComplexFloat"):
+        ours(torch.randn(3, dtype=torch.complex64))
+    with pytest.warns(UserWarning, match=f"{op}\\(\\): degrees of freedom is <= 0"):
+        ours(torch.randn(3), correction=3)

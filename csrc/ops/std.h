@@ -1,5 +1,5 @@
 // torch_reduce.std: torch.std's semantics, by var's kernels (Kernels), whose
-// ops object takes the root before the result is rounded (OpCall::root).
+// ops object takes the root before the result is rounded (kRoot, OpCall::root).
 #pragma once
 
 #include "var.h"
@@ -11,10 +11,15 @@ struct Std : Var {
   static constexpr const char* kSchema =
       "std(Tensor self, int[1]? dim=None, *, bool keepdim=False, float correction=1) -> Tensor";
   using Kernels = Var;
+  static constexpr bool kRoot = true;
+
+  static DtypePlan dtypes(at::ScalarType self, std::optional<at::ScalarType> /*requested*/) {
+    return dtypes_of(kName, self);
+  }
 
   static at::Tensor forward(const Backend& backend, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                             double correction) {
-    return run(backend, self, dim, keepdim, correction, /*root=*/true);
+    return run<Std>(backend, self, dim, keepdim, correction);
   }
 
   // torch's std_backward and std_jvp: var's, with the output's gradient

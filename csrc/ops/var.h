@@ -105,11 +105,7 @@ struct Var {
     });
   }
   static DtypePlan dtypes(at::ScalarType self, std::optional<at::ScalarType> /*requested*/) {
-    // torch's message, and the dtype it was given.
-    TORCH_CHECK(at::isFloatingType(self) || at::isComplexType(self),
-                "std and var only support floating point and complex dtypes, got ", self);
-    check_kernel_dtype(kName, self, "input");
-    return {self, self, self};
+    return dtypes_of(kName, self);
   }
   // No dtype holds the state: layouts that would take stages are read in
   // one (gathered or copied) instead.
@@ -121,7 +117,7 @@ struct Var {
 
   static at::Tensor forward(const Backend& backend, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                             double correction) {
-    return run(backend, self, dim, keepdim, correction, /*root=*/false);
+    return run<Var>(backend, self, dim, keepdim, correction);
   }
   template <typename Handle>
   static at::Tensor call_common(const Handle& op, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
@@ -146,17 +142,29 @@ struct Var {
         .to(t.result.scalar_type());
   }
 
-  // The kernels of var and std (OpCall::root), after torch's warning.
+  // Whether the result is the root of the variance (std).
+  static constexpr bool kRoot = false;
+
+ protected:
+  // The kernels of var and std (Spec::kRoot), after torch's warning.
+  template <typename Spec>
   static at::Tensor run(const Backend& backend, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
-                        double correction, bool root) {
+                        double correction) {
     if (static_cast<double>(reduced_count(self, dim)) - correction <= 0)
-      TORCH_WARN(root ? "std" : "var",
+      TORCH_WARN(Spec::kName,
                  "(): degrees of freedom is <= 0. Correction should be strictly less than the reduction factor "
                  "(input numel divided by output numel).");
     OpCall call;
     call.scalar = correction;
-    call.root = root;
-    return reduce_front_end(semantics_of<Var>(), self, dim, keepdim, std::nullopt, backend, call);
+    call.root = Spec::kRoot;
+    return reduce_front_end(semantics_of<Spec>(), self, dim, keepdim, std::nullopt, backend, call);
+  }
+  static DtypePlan dtypes_of(const char* name, at::ScalarType self) {
+    // torch's message, and the dtype it was given.
+    TORCH_CHECK(at::isFloatingType(self) || at::isComplexType(self),
+                "std and var only support floating point and complex dtypes, got ", self);
+    check_kernel_dtype(name, self, "input");
+    return {self, self, self};
   }
   // The elements reduced into each output (torch's errors for bad dims
   // come from the front end).
