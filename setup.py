@@ -77,7 +77,7 @@ if with_cuda:
     os.environ["TORCH_CUDA_ARCH_LIST"] = archs
     if os.environ.get("TORCH_REDUCE_PTX_ONLY") == "1":
         # Explicit -gencode flags, which torch then adds none to.
-        nvcc_flags += build_info.ptx_only_flags(archs)
+        nvcc_flags = [f for f in nvcc_flags if f != "-O3"] + build_info.ptx_only_flags(archs)
         archs = build_info.ptx_only_archs(archs)
         why += ", PTX only (TORCH_REDUCE_PTX_ONLY=1)"
     srcs += sources("csrc/cuda/**/*.cu")
