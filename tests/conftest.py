@@ -62,6 +62,8 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "slow: CUDA tests on tensors of more than 2^31 elements (several GB of GPU memory)"
     )
+    # torch's var and std, the references, warn of a correction >= the count (one element).
+    config.addinivalue_line("filterwarnings", "ignore:.*degrees of freedom is <= 0:UserWarning")
 
 
 def pytest_generate_tests(metafunc):

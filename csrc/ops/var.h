@@ -146,14 +146,10 @@ struct Var {
   static constexpr bool kRoot = false;
 
  protected:
-  // The kernels of var and std (Spec::kRoot), after torch's warning.
+  // The kernels of var and std (Spec::kRoot).
   template <typename Spec>
   static at::Tensor run(const Backend& backend, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                         double correction) {
-    if (static_cast<double>(reduced_count(self, dim)) - correction <= 0)
-      TORCH_WARN(Spec::kName,
-                 "(): degrees of freedom is <= 0. Correction should be strictly less than the reduction factor "
-                 "(input numel divided by output numel).");
     OpCall call;
     call.scalar = correction;
     call.root = Spec::kRoot;
@@ -165,17 +161,6 @@ struct Var {
                 "std and var only support floating point and complex dtypes, got ", self);
     check_kernel_dtype(name, self, "input");
     return {self, self, self};
-  }
-  // The elements reduced into each output (torch's errors for bad dims
-  // come from the front end).
-  static int64_t reduced_count(const at::Tensor& self, at::OptionalIntArrayRef dim) {
-    if (!dim.has_value() || dim->empty()) return self.numel();
-    int64_t count = 1;
-    for (const int64_t d : *dim) {
-      const int64_t wrapped = at::maybe_wrap_dim(d, self.dim());
-      count *= self.dim() == 0 ? 1 : self.size(wrapped);
-    }
-    return count;
   }
   // Half and bfloat16 in float, as the op computes them.
   static at::Tensor widened(const at::Tensor& x) { return is_reduced_precision(x.scalar_type()) ? x.to(at::kFloat) : x; }
