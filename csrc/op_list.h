@@ -10,6 +10,7 @@
 #include "ops/amax.h"
 #include "ops/amin.h"
 #include "ops/any.h"
+#include "ops/logsumexp.h"
 #include "ops/mean.h"
 #include "ops/prod.h"
 #include "ops/std.h"
@@ -30,4 +31,5 @@
   X(all, All, FloatingAndIntegral)     \
   X(vector_norm, VectorNorm, Floating) \
   X(var, Var, Floating)                \
-  X(std, Std, None)
+  X(std, Std, None)                    \
+  X(logsumexp, LogSumExp, Floating)

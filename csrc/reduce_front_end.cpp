@@ -59,6 +59,8 @@ at::Tensor empty_reduction(const OpSemantics& op, at::IntArrayRef shape, const a
       return at::ones(shape, options);
     case EmptyReduction::NaN:
       return at::full(shape, std::numeric_limits<double>::quiet_NaN(), options);
+    case EmptyReduction::NegativeInfinity:
+      return at::full(shape, -std::numeric_limits<double>::infinity(), options);
     case EmptyReduction::Error:
       break;
   }

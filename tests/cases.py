@@ -166,6 +166,11 @@ OPS = {
            exact=False, all_dims=None, keepdim_by_name=True, second_moment=True, rounding_budgets=16),
         Op("std", _keepdim_by_name(torch.std), takes_dtype=False, dtypes=tuple(FLOAT_DTYPES), empty_result=math.nan,
            exact=False, all_dims=None, keepdim_by_name=True, second_moment=True, rounding_budgets=16),
+        # logsumexp folds a maximum and a rescaled sum (a struct accumulator); its reference reads
+        # dim=[] as every dim, as the op does (torch's raises). Each element adds an exp's rounding
+        # (up to 2 ulps) to the sum's.
+        Op("logsumexp", torch_reduce.ops._logsumexp, takes_dtype=False, dtypes=tuple(ALL_DTYPES),
+           empty_result=-math.inf, exact=False, all_dims=(), rounding_budgets=4),
     ]
 }
 ALL_OPS = list(OPS)

@@ -23,10 +23,11 @@ DIMS = [None, 0, -1, [0, 2], (1,), [], ()]
 
 
 def _torch_ops_call(op, x, dim, keepdim):
-    """The same call through the torch.ops overload, with dim as a list (None for sum/mean's default)."""
+    """The same call through the torch.ops overload, with dim as a list (for dim=None, the form of
+    every dim the op's schema takes: None, or amax's [])."""
     dims = [dim] if isinstance(dim, int) else (None if dim is None else list(dim))
-    if op in ("amax", "amin") and dims is None:
-        dims = []
+    if dims is None and SPECS[op].all_dims is not None:
+        dims = list(SPECS[op].all_dims)
     return SPECS[op].raw.default(x, dims, keepdim)
 
 

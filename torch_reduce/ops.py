@@ -62,8 +62,15 @@ def _prod(input: torch.Tensor, dim: DimArg = None, keepdim: bool = False, *, dty
     return result if keepdim or input.dim() == 0 else result.squeeze(tuple(wrapped))
 
 
+def _logsumexp(input: torch.Tensor, dim: DimArg = (), keepdim: bool = False) -> torch.Tensor:
+    """torch.logsumexp, with dim=[] reducing every dim: torch's raises for it on a tensor of a dim
+    or more (its output is shaped for no dim, its result for every dim)."""
+    dims = _dim_list(dim)
+    return torch.logsumexp(input, dims if dims else list(range(input.dim())), keepdim)
+
+
 #: torch's ops that do not take the arguments of the op of the same name.
-_REFERENCES: Dict[str, Callable] = {"prod": _prod}
+_REFERENCES: Dict[str, Callable] = {"prod": _prod, "logsumexp": _logsumexp}
 
 
 def _reference(name: str) -> Callable:

@@ -88,6 +88,8 @@ COMBINE: Dict[str, Combine] = {
     # dim is gathered before the op.
     "var": Combine(lambda arguments: None, empty_shard_ok=True),
     "std": Combine(lambda arguments: None, empty_shard_ok=True),
+    # Nor do they add their logsumexps (each a maximum and a scaled sum).
+    "logsumexp": Combine(lambda arguments: None, empty_shard_ok=True),
 }
 
 

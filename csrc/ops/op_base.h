@@ -134,10 +134,11 @@ void with_op(int64_t count, const OpCall& call, F&& f) {
 
 // What reducing no elements gives (an output whose reduced dims are empty).
 enum class EmptyReduction {
-  Zero,   // the identity of a sum (false for any)
-  One,    // the identity of a product (true for all)
-  NaN,    // 0 / 0, as torch.mean
-  Error,  // no identity: torch's "Expected reduction dim ..." errors
+  Zero,              // the identity of a sum (false for any)
+  One,               // the identity of a product (true for all)
+  NaN,               // 0 / 0, as torch.mean
+  NegativeInfinity,  // log 0, as torch.logsumexp
+  Error,             // no identity: torch's "Expected reduction dim ..." errors
 };
 
 // What dim=[] means: every dim (torch.sum, torch.amax: the older rule) or

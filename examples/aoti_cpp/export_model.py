@@ -32,6 +32,7 @@ class EveryOp(torch.nn.Module):
             torch_reduce.vector_norm(x, 3, 1),
             torch_reduce.var(x, 1, correction=0),
             torch_reduce.std(x, (0, 1), keepdim=True),
+            torch_reduce.logsumexp(x, 1),
         )
 
 

@@ -69,10 +69,12 @@ int run(int argc, char** argv) {
       call_op("torch_reduce::vector_norm", {x, at::Scalar(3), std::vector<int64_t>{1}, false, none}),
       call_op("torch_reduce::var", {x, std::vector<int64_t>{1}, false, 0.0}),
       call_op("torch_reduce::std", {x, std::vector<int64_t>{0, 1}, true, 1.0}),
+      call_op("torch_reduce::logsumexp", {x, std::vector<int64_t>{1}, false}),
   };
   const char* names[] = {"sum(x, 1)", "mean(x, -1, keepdim)", "amax(x, 0)", "amin(x, (0, 1))",
                          "sum(x, dtype=float64)", "prod(x, 1)", "any(x, 0)", "all(x, (0, 1))",
-                         "vector_norm(x, 3, 1)", "var(x, 1, correction=0)", "std(x, (0, 1), keepdim)"};
+                         "vector_norm(x, 3, 1)", "var(x, 1, correction=0)", "std(x, (0, 1), keepdim)",
+                         "logsumexp(x, 1)"};
 
   bool ok = outputs.size() == expected.size();
   for (size_t i = 0; ok && i < outputs.size(); ++i) {
