@@ -1,4 +1,5 @@
-"""Reductions over one dimension: torch_reduce.{sum,mean,amax,amin,prod,any,all,vector_norm} against torch's
+"""Reductions over one dimension: torch_reduce's ops (sum, mean, amax, amin, prod, any, all, var,
+std, logsumexp, vector_norm) against torch's
 (vector_norm: the 2-norm, against torch.linalg.vector_norm), on 2-D
 shapes from square to very short or very long rows, over dim=-1 (rows) and dim=0 (columns).
 
@@ -6,6 +7,7 @@ shapes from square to very short or very long rows, over dim=-1 (rows) and dim=0
     python benchmarks/bench_dims.py --quick           # four shapes
     python benchmarks/bench_dims.py --ops sum --dtypes float32
     python benchmarks/bench_dims.py --compile          # and torch.compile of torch's op
+    python benchmarks/bench_dims.py --dims -1,0,all   # and full reductions
 
 GB/s counts input bytes only. On a GPU each shape's bytes are also read plainly (plain_read.py),
 and "% read" is GB/s as a share of that: the issue's target is 85%. "% r+w" is the time of a plain
@@ -35,10 +37,22 @@ CPU_MAX_ELEMENTS = 2**22  # CPU runs shrink each shape to at most this many elem
 CPU_QUICK_MAX_ELEMENTS = 2**20
 DIMS = (-1, 0)
 DEFAULT_DTYPES = ["float32", "bfloat16"]
+
+
+def _torch_prod(x, dim):  # torch.prod takes no dim=None
+    return torch.prod(x) if dim is None else torch.prod(x, dim)
+
+
+def _torch_logsumexp(x, dim):  # torch.logsumexp requires dims: dim=None is every dim here
+    return torch.logsumexp(x, tuple(range(x.dim())) if dim is None else dim)
+
+
 # name: (ours, torch's), for the ops the imported library has (an older build, timed
 # against this one, has fewer). vector_norm is the 2-norm (ord comes before dim).
-OPS = {name: (getattr(torch_reduce, name), getattr(torch, name))
-       for name in ("sum", "mean", "amax", "amin", "prod", "any", "all", "var", "std") if hasattr(torch_reduce, name)}
+TORCH_OPS = {"prod": _torch_prod, "logsumexp": _torch_logsumexp}
+OPS = {name: (getattr(torch_reduce, name), TORCH_OPS.get(name, getattr(torch, name)))
+       for name in ("sum", "mean", "amax", "amin", "prod", "any", "all", "var", "std", "logsumexp")
+       if hasattr(torch_reduce, name)}
 if hasattr(torch_reduce, "vector_norm"):
     OPS["vector_norm"] = (lambda x, dim: torch_reduce.vector_norm(x, 2, dim),
                           lambda x, dim: torch.linalg.vector_norm(x, 2, dim))
@@ -51,6 +65,8 @@ def parse_args():
                         help="comma-separated, default: " + ",".join(DEFAULT_DTYPES))
     parser.add_argument("--ops", type=parse_ops, default=list(OPS),
                         help="comma-separated, default: " + ",".join(OPS))
+    parser.add_argument("--dims", type=parse_dims, default=list(DIMS),
+                        help="comma-separated dims, 'all' for a full reduction (default: -1,0)")
     parser.add_argument("--compile", action="store_true",
                         help="also time torch.compile of torch's op, one compile a case (minutes on a GPU)")
     return parser.parse_args()
@@ -62,6 +78,10 @@ def parse_ops(text: str) -> list:
     if unknown:
         raise argparse.ArgumentTypeError(f"unknown ops {unknown}; known: {', '.join(OPS)}")
     return names
+
+
+def parse_dims(text: str) -> list:
+    return [None if d.strip() == "all" else int(d) for d in text.split(",") if d.strip()]
 
 
 def shapes_for(device: torch.device, quick: bool) -> list:
@@ -87,16 +107,18 @@ def compiled(fn, dim):
     return torch.compile(lambda x: fn(x, dim), dynamic=False)
 
 
-def bench_shape(shape: tuple, dtype_name: str, ops: list, device, info, with_compile: bool = False) -> list:
+def bench_shape(shape: tuple, dtype_name: str, ops: list, dims: list, device, info,
+                with_compile: bool = False) -> list:
     x = harness.random_tensor(shape, harness.DTYPES[dtype_name], device)
     nbytes = x.numel() * x.element_size()
     read = plain_read.measure(x, info) if plain_read.available(device) is None else None
     cases = []
-    for dim in DIMS:
+    for dim in dims:
         read_writes = {}  # by output bytes (any and all write bools)
         for op in ops:
             ours, theirs = OPS[op]
-            out_bytes = x.numel() // shape[dim] * (1 if op in ("any", "all") else x.element_size())
+            outputs = 1 if dim is None else x.numel() // shape[dim]
+            out_bytes = outputs * (1 if op in ("any", "all") else x.element_size())
             if read is not None and out_bytes not in read_writes:
                 read_writes[out_bytes] = plain_read.measure_read_write(x, out_bytes, info)
             read_write = read_writes.get(out_bytes)
@@ -180,12 +202,12 @@ def print_results(cases: list, dtypes: list, info) -> None:
         footnotes.print()
 
 
-def plot(cases: list, dtypes: list, ops: list, info, path) -> None:
+def plot(cases: list, dtypes: list, ops: list, dims: list, info, path) -> None:
     """One panel per op (rows) and dtype x dim (columns): GB/s per shape, torch vs ours."""
     plt = report.pyplot()
     if plt is None:
         return
-    panels = [(dtype_name, dim) for dtype_name in dtypes for dim in DIMS]
+    panels = [(dtype_name, dim) for dtype_name in dtypes for dim in dims]
     fig, axes = plt.subplots(len(ops), len(panels), figsize=(5 * len(panels), 3.6 * len(ops)),
                              squeeze=False)
     for op, ax_row in zip(ops, axes):
@@ -238,7 +260,7 @@ def main():
             if shortfall:
                 print(f"skipping {dtype_name} {shape_label(shape)}: {shortfall}")
             else:
-                cases += bench_shape(shape, dtype_name, args.ops, device, info, args.compile)
+                cases += bench_shape(shape, dtype_name, args.ops, args.dims, device, info, args.compile)
             harness.release_memory(device)
             progress.step(f"{dtype_name} {shape_label(shape)}")
     progress.close()
@@ -248,7 +270,7 @@ def main():
     metadata = report.run_metadata(info)
     metadata["plain_read"] = plain_read.available(device) or "measured per input size, see plain_read.py"
     report.write_json(json_path, metadata, cases)
-    plot(cases, args.dtypes, args.ops, info, png_path)
+    plot(cases, args.dtypes, args.ops, args.dims, info, png_path)
 
 
 if __name__ == "__main__":

@@ -128,6 +128,12 @@ def check_result(ours: torch.Tensor, ref: torch.Tensor, x: torch.Tensor, op: str
         exact = getattr(wide, op)() if dim is None else getattr(wide, op)(dim)
         second = (wide * wide).mean() if dim is None else (wide * wide).mean(dim)
         magnitude = 4 * (second if op == "var" else second / (2 * exact))
+    elif op == "logsumexp":
+        # A sum of exp(x - max) in the accumulator: its relative error is the result's absolute
+        # one, a few eps per level of the fold, beside the rounding of x - max.
+        wide = x.double()
+        exact = torch.logsumexp(wide, list(range(x.dim())) if dim is None else dim)
+        magnitude = 4 * (wide.abs().amax() if dim is None else wide.abs().amax(dim)) + 16
     elif op == "prod":
         # Each factor rounds relative to the product: the bound grows with the count.
         exact = x.double().prod() if dim is None else x.double().prod(dim)
