@@ -1,13 +1,13 @@
 """Reductions over one dimension: torch_reduce's ops (sum, mean, amax, amin, prod, any, all, var,
-std, logsumexp, vector_norm) against torch's
-(vector_norm: the 2-norm, against torch.linalg.vector_norm), on 2-D
-shapes from square to very short or very long rows, over dim=-1 (rows) and dim=0 (columns).
+std, logsumexp, vector_norm) against torch's (vector_norm: the 2-norm, against
+torch.linalg.vector_norm), on 2-D shapes from square to very short or very long rows, over
+dim=-1 (rows) and dim=0 (columns), and on request over every dim.
 
     python benchmarks/bench_dims.py                   # all shapes, float32 and bfloat16, every op
     python benchmarks/bench_dims.py --quick           # four shapes
     python benchmarks/bench_dims.py --ops sum --dtypes float32
     python benchmarks/bench_dims.py --compile          # and torch.compile of torch's op
-    python benchmarks/bench_dims.py --dims -1,0,all   # and full reductions
+    python benchmarks/bench_dims.py --dims=-1,0,all   # and full reductions
 
 GB/s counts input bytes only. On a GPU each shape's bytes are also read plainly (plain_read.py),
 and "% read" is GB/s as a share of that: the issue's target is 85%. "% r+w" is the time of a plain
@@ -15,7 +15,8 @@ read of the input plus a plain write of the output's bytes as a share of ours: w
 must move, well above a plain read where the output is a good part of the input (a reference,
 not a bound: see plain_read.py).
 Without a GPU the shapes are scaled down and run on the CPU.
-Writes out/dims_<device>.json and .png; --save writes them to results/ (see README.md).
+Writes out/dims_<device>.json and .png (--name: another name); --save writes them to results/
+(see README.md).
 """
 import argparse
 from typing import Optional
@@ -67,6 +68,7 @@ def parse_args():
                         help="comma-separated, default: " + ",".join(OPS))
     parser.add_argument("--dims", type=parse_dims, default=list(DIMS),
                         help="comma-separated dims, 'all' for a full reduction (default: -1,0)")
+    parser.add_argument("--name", default="dims", help="the result files' name: <name>_<device>.json and .png")
     parser.add_argument("--compile", action="store_true",
                         help="also time torch.compile of torch's op, one compile a case (minutes on a GPU)")
     return parser.parse_args()
@@ -266,7 +268,7 @@ def main():
     progress.close()
 
     print_results(cases, args.dtypes, info)
-    json_path, png_path = report.output_paths(args.out, "dims", info)
+    json_path, png_path = report.output_paths(args.out, args.name, info)
     metadata = report.run_metadata(info)
     metadata["plain_read"] = plain_read.available(device) or "measured per input size, see plain_read.py"
     report.write_json(json_path, metadata, cases)
