@@ -57,7 +57,10 @@ CompilerGuard(os.path.join(ROOT, "build")).skip_known_failures()
 
 # The C++ standard is left to torch.utils.cpp_extension: torch 2.4 builds with
 # C++17, recent releases require C++20.
-cxx_flags = ["-O3"]
+# No contraction of a * b + c into one fused multiply-add: the CPU kernels are
+# compiled for the baseline ISA, AVX2 and AVX-512 (csrc/cpu/vector_isa.h), and
+# where only some of them fuse, results would depend on the processor.
+cxx_flags = ["-O3", "-ffp-contract=off"]
 link_flags = []
 if sys.platform.startswith("linux"):
     # ATen's at::parallel_for is an OpenMP loop in the headers: without
