@@ -44,13 +44,10 @@ def _torch_prod(x, dim):  # torch.prod takes no dim=None
     return torch.prod(x) if dim is None else torch.prod(x, dim)
 
 
-def _torch_logsumexp(x, dim):  # torch.logsumexp requires dims: dim=None is every dim here
-    return torch.logsumexp(x, tuple(range(x.dim())) if dim is None else dim)
-
-
 # name: (ours, torch's), for the ops the imported library has (an older build, timed
-# against this one, has fewer). vector_norm is the 2-norm (ord comes before dim).
-TORCH_OPS = {"prod": _torch_prod, "logsumexp": _torch_logsumexp}
+# against this one, has fewer). vector_norm is the 2-norm (ord comes before dim). torch's
+# logsumexp requires dims: the package's reference of it reads dim=None as every dim.
+TORCH_OPS = {"prod": _torch_prod, "logsumexp": getattr(torch_reduce.ops, "_logsumexp", None)}
 OPS = {name: (getattr(torch_reduce, name), TORCH_OPS.get(name, getattr(torch, name)))
        for name in ("sum", "mean", "amax", "amin", "prod", "any", "all", "var", "std", "logsumexp")
        if hasattr(torch_reduce, name)}
