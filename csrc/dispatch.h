@@ -108,6 +108,22 @@ void dispatch_floating_exact(const char* op, at::ScalarType in, F&& f) {
   }
 }
 
+// Ops that fold floating inputs in a struct state (var's, logsumexp's):
+// State<acc_t> over dispatch_floating_exact's types, the result of the
+// input's type, or Result<acc_t> where an output is several numbers
+// (var_mean's variance and mean).
+template <typename acc_t, typename out_t>
+using InputTypeResult = out_t;
+template <template <typename> class State, template <typename, typename> class Result = InputTypeResult,
+          typename F>
+void dispatch_floating_states(const char* op, at::ScalarType in, F&& f) {
+  dispatch_floating_exact(op, in, [&](auto types) {
+    using Types = decltype(types);
+    using acc_t = typename Types::acc_t;
+    f(ReduceTypes<typename Types::scalar_t, State<acc_t>, Result<acc_t, typename Types::out_t>>{});
+  });
+}
+
 template <typename F>
 void dispatch_integral_exact(const char* op, at::ScalarType in, F&& f) {
   switch (in) {

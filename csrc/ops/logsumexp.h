@@ -85,10 +85,7 @@ struct LogSumExp {
   template <TypeFamily family, typename F>
   static void dispatch_types(at::ScalarType in, at::ScalarType /*out*/, F&& f) {
     static_assert(family == TypeFamily::Floating, "logsumexp has floating kernels only");
-    dispatch_floating_exact(kName, in, [&](auto types) {
-      using Types = decltype(types);
-      f(ReduceTypes<typename Types::scalar_t, LogSumExpState<typename Types::acc_t>, typename Types::out_t>{});
-    });
+    dispatch_floating_states<LogSumExpState>(kName, in, f);
   }
   static DtypePlan dtypes(at::ScalarType self, std::optional<at::ScalarType> /*requested*/) {
     check_kernel_dtype(kName, self, "input");

@@ -99,13 +99,10 @@ struct Var {
   template <TypeFamily family, typename F>
   static void dispatch_types(at::ScalarType in, at::ScalarType /*out*/, F&& f) {
     static_assert(family == TypeFamily::Floating, "var has floating kernels only");
-    dispatch_floating_exact(kName, in, [&](auto types) {
-      using Types = decltype(types);
-      f(ReduceTypes<typename Types::scalar_t, WelfordState<typename Types::acc_t>, typename Types::out_t>{});
-    });
+    dispatch_floating_states<WelfordState>(kName, in, f);
   }
   static DtypePlan dtypes(at::ScalarType self, std::optional<at::ScalarType> /*requested*/) {
-    return dtypes_of(kName, self);
+    return dtypes_of(kName, "std and var", self);
   }
   // No dtype holds the state: layouts that would take stages are read in
   // one (gathered or copied) instead.
