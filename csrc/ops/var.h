@@ -73,8 +73,15 @@ struct Var {
       const int64_t count = a.count + b.count;
       const T delta = b.mean - a.mean;
       const T b_share = static_cast<T>(b.count) / static_cast<T>(count);
-      const acc_t both(a.mean + delta * b_share, a.m2 + b.m2 + delta * delta * static_cast<T>(a.count) * b_share,
-                       count);
+      // Where delta is not finite (an infinity among the elements), the
+      // weighted mean: +-inf for infinities of one sign, NaN for both, as
+      // torch.mean, in any order. Welford's step would give NaN wherever an
+      // infinity meets a finite mean (torch.var_mean's mean does, but for an
+      // infinity it folds last). The variance is NaN either way.
+      const T mean = delta - delta == T(0)
+                         ? a.mean + delta * b_share
+                         : a.mean * (static_cast<T>(a.count) / static_cast<T>(count)) + b.mean * b_share;
+      const acc_t both(mean, a.m2 + b.m2 + delta * delta * static_cast<T>(a.count) * b_share, count);
       return b.count == 0 ? a : a.count == 0 ? b : both;
     }
     // M2 over (count - correction), or over 0 where that is not positive
