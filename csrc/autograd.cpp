@@ -35,6 +35,7 @@
 #include <torch/csrc/dynamo/compiled_autograd.h>
 #endif
 
+#include <algorithm>
 #include <mutex>
 #include <tuple>
 #include <type_traits>
@@ -68,9 +69,29 @@ std::vector<int64_t> reduced_dims(const at::Tensor& self, at::OptionalIntArrayRe
 
 // The op called with `input` in place of the first argument.
 template <typename Spec, typename Tuple, size_t... I>
-at::Tensor call_with_input(const at::Tensor& input, const Tuple& args, std::index_sequence<I...>) {
+auto call_with_input(const at::Tensor& input, const Tuple& args, std::index_sequence<I...>) {
   return op_handle<Spec>().call(input, std::get<I + 1>(args)...);
 }
+
+// An op's results: one tensor, or a tuple of them (var_mean's variance and
+// mean), each the node's output of its index.
+template <typename Result>
+struct Results {
+  static constexpr size_t kCount = 1;
+  static at::Tensor& at(Result& result, size_t) { return result; }
+};
+template <typename... T>
+struct Results<std::tuple<T...>> {
+  static constexpr size_t kCount = sizeof...(T);
+  static at::Tensor& at(std::tuple<T...>& result, size_t i) {
+    return std::apply(
+        [i](auto&... each) -> at::Tensor& {
+          at::Tensor* all[] = {&each...};
+          return *all[i];
+        },
+        result);
+  }
+};
 
 // A new node, owned the way the torch it is built against owns nodes: torch
 // 2.4 shares them (std::shared_ptr, freed through deleteNode, which frees a
@@ -92,7 +113,7 @@ void node_created([[maybe_unused]] const Ptr& node) {
 }
 
 // The backward of one call: what Gradient needs of the call, and the input
-// and result for ops with kBackwardSavesTensors (left empty otherwise).
+// and (first) result for ops with kBackwardSavesTensors (left empty otherwise).
 template <typename Spec>
 struct Backward : public Node {
   std::vector<int64_t> dims;
@@ -118,11 +139,14 @@ struct Backward : public Node {
                                 std::vector<int64_t> sizes, at::ScalarType dtype, double scalar,
                                 at::Tensor input, at::Tensor result) {
     variable_list out(1);
-    // An undefined gradient is a zero one, and so is the input's.
-    if (!grads[0].defined() || !needed) return out;
+    // An undefined gradient is a zero one, and so is the input's where
+    // every result's is.
+    const bool any_defined = std::any_of(grads.begin(), grads.end(), [](const at::Tensor& g) { return g.defined(); });
+    if (!any_defined || !needed) return out;
     Gradient g{grads[0], std::move(dims), keepdim, std::move(sizes), dtype, scalar};
     g.input = std::move(input);
     g.result = std::move(result);
+    if (grads.size() > 1) g.second_grad = grads[1];
     out[0] = Spec::backward(g);
     return out;
   }
@@ -213,8 +237,8 @@ struct Backward : public Node {
 template <typename Spec, typename Signature = typename Spec::Signature>
 struct Autograd;
 
-template <typename Spec, typename... Args>
-struct Autograd<Spec, at::Tensor(Args...)> {
+template <typename Spec, typename Result, typename... Args>
+struct Autograd<Spec, Result(Args...)> {
   using Rest = std::make_index_sequence<sizeof...(Args) - 1>;
   static constexpr size_t kDim = DimArg<Spec>::value;
 
@@ -229,13 +253,14 @@ struct Autograd<Spec, at::Tensor(Args...)> {
   // integer sum of a float input gives a result without a gradient, where
   // torch.sum raises).
   template <typename Tuple>
-  static at::Tensor primal_result(const at::Tensor& input, const Tuple& args) {
-    at::Tensor result;
+  static Result primal_result(const at::Tensor& input, const Tuple& args) {
+    Result result;
     {
       at::AutoDispatchBelowADInplaceOrView guard;
       result = call_with_input<Spec>(input, args, Rest{});
     }
-    if (!torch::autograd::compute_requires_grad(input) || !torch::autograd::isDifferentiableType(result.scalar_type()))
+    const at::Tensor& first = Results<Result>::at(result, 0);
+    if (!torch::autograd::compute_requires_grad(input) || !torch::autograd::isDifferentiableType(first.scalar_type()))
       return result;
     auto node = make_node<Backward<Spec>>();
     node->set_next_edges(torch::autograd::collect_next_edges(input));
@@ -244,18 +269,19 @@ struct Autograd<Spec, at::Tensor(Args...)> {
     node->scalar = scalar_of(args);
     node->sizes = input.sizes().vec();
     node->dtype = input.scalar_type();
-    torch::autograd::set_history(result, node);
+    for (size_t i = 0; i < Results<Result>::kCount; ++i)
+      torch::autograd::set_history(Results<Result>::at(result, i), node);
     // The result is saved after set_history, as an output: the node holds no
     // strong reference to itself through it.
     if constexpr (Spec::kBackwardSavesTensors) {
       node->input = SavedVariable(input, /*is_output=*/false);
-      node->result = SavedVariable(result, /*is_output=*/true);
+      node->result = SavedVariable(first, /*is_output=*/true);
     }
     node_created(node);
     return result;
   }
 
-  static at::Tensor kernel(Args... args) {
+  static Result kernel(Args... args) {
     // torch's forward AD has one level of tangents.
     constexpr uint64_t kLevel = 0;
     const auto tuple = std::forward_as_tuple(args...);
@@ -264,13 +290,16 @@ struct Autograd<Spec, at::Tensor(Args...)> {
     if (!tangent.defined()) return primal_result(self, tuple);
     // The primal keeps the input's backward graph, so both modes work at once.
     const at::Tensor primal = self._fw_primal(kLevel);
-    at::Tensor result = primal_result(primal, tuple);
+    Result result = primal_result(primal, tuple);
+    const at::Tensor& first = Results<Result>::at(result, 0);
     // An integer or bool result (any, all, an integer dtype=) has no tangent.
-    if (!torch::autograd::isDifferentiableType(result.scalar_type())) return result;
-    const Tangent t{primal, result, reduced_dims(primal, std::get<kDim>(tuple)), std::get<kDim + 1>(tuple),
+    if (!torch::autograd::isDifferentiableType(first.scalar_type())) return result;
+    const Tangent t{primal, first, reduced_dims(primal, std::get<kDim>(tuple)), std::get<kDim + 1>(tuple),
                     scalar_of(tuple)};
     const auto same_op = [&](const at::Tensor& x) { return call_with_input<Spec>(x, tuple, Rest{}); };
-    result._set_fw_grad(Spec::tangent(t, tangent, same_op), kLevel, /*is_inplace_op=*/false);
+    Result tangents = Spec::tangent(t, tangent, same_op);
+    for (size_t i = 0; i < Results<Result>::kCount; ++i)
+      Results<Result>::at(result, i)._set_fw_grad(Results<Result>::at(tangents, i), kLevel, /*is_inplace_op=*/false);
     return result;
   }
 };

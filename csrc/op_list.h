@@ -14,8 +14,10 @@
 #include "ops/mean.h"
 #include "ops/prod.h"
 #include "ops/std.h"
+#include "ops/std_mean.h"
 #include "ops/sum.h"
 #include "ops/var.h"
+#include "ops/var_mean.h"
 #include "ops/vector_norm.h"
 
 // X(name, OpsObject, input families its kernels take: Floating or
@@ -32,4 +34,6 @@
   X(vector_norm, VectorNorm, Floating) \
   X(var, Var, Floating)                \
   X(std, Std, None)                    \
-  X(logsumexp, LogSumExp, Floating)
+  X(logsumexp, LogSumExp, Floating)    \
+  X(var_mean, VarMean, Floating)       \
+  X(std_mean, StdMean, None)

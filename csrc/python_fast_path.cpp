@@ -48,6 +48,22 @@ bool parse_dims(PyObject* obj, c10::SmallVector<int64_t, 8>& dims) {
   return append(obj);
 }
 
+// A result as Python has it: a tensor, or a tuple of them (var_mean's).
+PyObject* wrap(at::Tensor result) { return THPVariable_Wrap(std::move(result)); }
+PyObject* wrap(std::tuple<at::Tensor, at::Tensor> result) {
+  PyObject* first = THPVariable_Wrap(std::move(std::get<0>(result)));
+  PyObject* second = THPVariable_Wrap(std::move(std::get<1>(result)));
+  if (!first || !second) {
+    Py_XDECREF(first);
+    Py_XDECREF(second);
+    return nullptr;
+  }
+  PyObject* pair = PyTuple_Pack(2, first, second);
+  Py_DECREF(first);
+  Py_DECREF(second);
+  return pair;
+}
+
 // Calls `op(self, dim, keepdim)` for the common form of the arguments, or
 // returns NotImplemented.
 template <typename Op>
@@ -62,7 +78,7 @@ PyObject* call_common_form(PyObject* const* args, Py_ssize_t nargs, Op op) {
   const at::Tensor& self = THPVariable_Unpack(args[0]);
   const at::OptionalIntArrayRef dim = dim_given ? at::OptionalIntArrayRef(dims) : at::OptionalIntArrayRef();
   const bool keepdim = args[2] == Py_True;
-  at::Tensor result;
+  decltype(op(self, dim, keepdim)) result;
   if (self.is_cuda()) {
     // The call only enqueues work: keeping the GIL costs less than handing
     // it over and taking it back.
@@ -71,7 +87,7 @@ PyObject* call_common_form(PyObject* const* args, Py_ssize_t nargs, Op op) {
     pybind11::gil_scoped_release no_gil;
     result = op(self, dim, keepdim);
   }
-  return THPVariable_Wrap(std::move(result));
+  return wrap(std::move(result));
   END_HANDLE_TH_ERRORS
 }
 

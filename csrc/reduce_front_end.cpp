@@ -57,8 +57,13 @@ at::Tensor empty_reduction(const OpSemantics& op, at::IntArrayRef shape, const a
       return at::zeros(shape, options);
     case EmptyReduction::One:
       return at::ones(shape, options);
-    case EmptyReduction::NaN:
-      return at::full(shape, std::numeric_limits<double>::quiet_NaN(), options);
+    case EmptyReduction::NaN: {
+      // Every part NaN: a complex kernel dtype holds two results (var_mean's).
+      constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+      if (at::isComplexType(c10::typeMetaToScalarType(options.dtype())))
+        return at::full(shape, c10::complex<double>(nan, nan), options);
+      return at::full(shape, nan, options);
+    }
     case EmptyReduction::NegativeInfinity:
       return at::full(shape, -std::numeric_limits<double>::infinity(), options);
     case EmptyReduction::Error:
@@ -110,7 +115,8 @@ at::Tensor reduce_front_end(const OpSemantics& op, const at::Tensor& self, at::O
   }
 
   if (count == 0 && op.empty == EmptyReduction::Error) check_identity_not_needed(op, self, dim, all_dims);
-  const auto out_options = self.options().dtype(dtypes.result);
+  const at::ScalarType returned = op.results > 1 ? dtypes.kernel : dtypes.result;
+  const auto out_options = self.options().dtype(returned);
   if (product(out_shape) == 0) return at::empty(out_shape, out_options);
   if (count == 0) return empty_reduction(op, out_shape, out_options);
 
@@ -135,7 +141,7 @@ at::Tensor reduce_front_end(const OpSemantics& op, const at::Tensor& self, at::O
   }
   if (!distinct.input.is_same(self)) out = out.expand(keepdim_shape(self, reduced)).contiguous();
   const at::Tensor result = out.view(out_shape);
-  return result.scalar_type() == dtypes.result ? result : result.to(dtypes.result);
+  return result.scalar_type() == returned ? result : result.to(returned);
 }
 
 }  // namespace torch_reduce

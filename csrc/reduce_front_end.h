@@ -7,6 +7,8 @@
 #include <ATen/ATen.h>
 
 #include <optional>
+#include <tuple>
+#include <type_traits>
 
 #include "backend.h"
 #include "layout.h"
@@ -24,14 +26,26 @@ struct OpSemantics {
   EmptyReduction empty;
   RepeatRule repeats;
   EmptyDimList empty_dims;
+  // The results of an output (var_mean's two). An op of several gets the
+  // kernel's output back as it is, a struct of them per output in the
+  // kernel's dtype, and its forward splits and rounds them.
+  int results;
 };
+
+// How many tensors an op's Signature returns.
+template <typename Signature>
+struct ResultCount;
+template <typename Result, typename... Args>
+struct ResultCount<Result(Args...)> : std::integral_constant<int, 1> {};
+template <typename... Results, typename... Args>
+struct ResultCount<std::tuple<Results...>(Args...)> : std::integral_constant<int, sizeof...(Results)> {};
 
 template <typename Spec>
 const OpSemantics& semantics_of() {
   static const OpSemantics semantics{
       Spec::kName, &Spec::dtypes,
       [](const DtypePlan& d) -> std::optional<at::ScalarType> { return Spec::stage_dtype(d); }, Spec::kEmpty,
-      Spec::kRepeats, Spec::kEmptyDims};
+      Spec::kRepeats, Spec::kEmptyDims, ResultCount<typename Spec::Signature>::value};
   return semantics;
 }
 

@@ -34,9 +34,9 @@ struct KernelsOf<Spec, std::void_t<typename Spec::Kernels>> {
 template <typename Spec, typename BackendT, typename Signature = typename Spec::Signature>
 struct BackendEntry;
 
-template <typename Spec, typename BackendT, typename... Args>
-struct BackendEntry<Spec, BackendT, at::Tensor(Args...)> {
-  static at::Tensor call(Args... args) {
+template <typename Spec, typename BackendT, typename Result, typename... Args>
+struct BackendEntry<Spec, BackendT, Result(Args...)> {
+  static Result call(Args... args) {
     static const Backend backend{&BackendT::capabilities(), &BackendT::template reduce_layout<typename KernelsOf<Spec>::type>,
                                  BackendT::kLadderSum};
     return Spec::forward(backend, args...);

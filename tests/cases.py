@@ -6,6 +6,7 @@ differs between the ops from its entry, rather than repeating the test for each 
 """
 import dataclasses
 import math
+from typing import Optional
 
 import pytest
 import torch
@@ -77,6 +78,11 @@ class Op:
     leading: tuple = ()
     #: keepdim is keyword-only, as torch.var's (a third positional argument there is `unbiased`).
     keepdim_by_name: bool = False
+    #: The result is the root of a variance (std).
+    root: bool = False
+    #: The op returns a tuple (var_mean: the variance and the mean); the entry is its result of this
+    #: index, in the wrapper, the torch.ops call and the reference alike.
+    result: Optional[int] = None
 
     @property
     def empty_raises(self):
@@ -85,20 +91,22 @@ class Op:
     @property
     def fn(self):
         """The Python wrapper: torch_reduce.<op>, called as (input, dim, keepdim, ...)."""
-        return self._positional(_with_leading(getattr(torch_reduce, self.library_name), self.leading))
+        return self._form(getattr(torch_reduce, self.library_name))
 
     @property
     def raw(self):
         """The dispatcher op: torch.ops.torch_reduce.<op>, called as (input, dim, keepdim, ...)."""
         packet = getattr(torch.ops.torch_reduce, self.library_name)
-        if not self.leading and not self.keepdim_by_name:
+        if not self.leading and not self.keepdim_by_name and self.result is None:
             return packet
-        call = self._positional(_with_leading(packet, self.leading))
-        call.default = self._positional(_with_leading(packet.default, self.leading))
+        call = self._form(packet)
+        call.default = self._form(packet.default)
         return call
 
-    def _positional(self, fn):
-        return _keepdim_by_name(fn) if self.keepdim_by_name else fn
+    def _form(self, fn):
+        fn = _with_leading(fn, self.leading)
+        fn = _keepdim_by_name(fn) if self.keepdim_by_name else fn
+        return fn if self.result is None else _result(fn, self.result)
 
     @property
     def library_name(self):
@@ -129,6 +137,15 @@ def _keepdim_by_name(fn):
             kwargs["keepdim"] = args[1]
             args = args[:1] + args[2:]
         return fn(input, *args, **kwargs)
+
+    return call
+
+
+def _result(fn, index):
+    """fn's result of `index`, of the tuple it returns."""
+
+    def call(*args, **kwargs):
+        return fn(*args, **kwargs)[index]
 
     return call
 
@@ -165,7 +182,18 @@ OPS = {
         Op("var", _keepdim_by_name(torch.var), takes_dtype=False, dtypes=tuple(FLOAT_DTYPES), empty_result=math.nan,
            exact=False, all_dims=None, keepdim_by_name=True, second_moment=True, rounding_budgets=16),
         Op("std", _keepdim_by_name(torch.std), takes_dtype=False, dtypes=tuple(FLOAT_DTYPES), empty_result=math.nan,
-           exact=False, all_dims=None, keepdim_by_name=True, second_moment=True, rounding_budgets=16),
+           exact=False, all_dims=None, keepdim_by_name=True, second_moment=True, rounding_budgets=16, root=True),
+        # var_mean and std_mean run var's fold, projecting the mean too. An entry is one of their
+        # results: var_mean's variance, std_mean's mean (std_mean's root and var_mean's mean come
+        # from the same kernels: tests/test_var_mean.py compares them bitwise). The mean's
+        # reference is torch.mean: torch.std_mean's is NaN after an infinity that does not come
+        # last in its fold, where torch.mean's (and ours, in any order) is the infinity.
+        Op("var_mean", _result(_keepdim_by_name(torch.var_mean), 0), takes_dtype=False, dtypes=tuple(FLOAT_DTYPES),
+           empty_result=math.nan, exact=False, all_dims=None, keepdim_by_name=True, second_moment=True,
+           rounding_budgets=16, result=0),
+        Op("std_mean_mean", torch.mean, takes_dtype=False,
+           dtypes=tuple(FLOAT_DTYPES), empty_result=math.nan, exact=False, all_dims=None, keepdim_by_name=True,
+           rounding_budgets=16, op_name="std_mean", result=1),
         # logsumexp folds a maximum and a rescaled sum (a struct accumulator); its reference reads
         # dim=[] as every dim, as the op does (torch's raises). Each element adds an exp's rounding
         # (up to 2 ulps) to the sum's.

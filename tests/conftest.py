@@ -168,7 +168,7 @@ def _two_pass_variance(op, x, dim, keepdim):
     count = math.prod(x.shape[d] for d in dims)
     m2 = (x - x.mean(dims, keepdim=True)).square().sum(dims, keepdim=keepdim)
     var = m2 / max(count - 1, 0)
-    return var.sqrt() if op == "std" else var
+    return var.sqrt() if OPS[op].root else var
 
 
 def assert_matches_reference(actual, x, op="sum", dim=None, keepdim=False, dtype=None, *, rel_factor=8.0):
@@ -198,7 +198,7 @@ def assert_matches_reference(actual, x, op="sum", dim=None, keepdim=False, dtype
     ref = (_two_pass_variance(op, xc, dim, keepdim) if OPS[op].second_moment else torch_reference(op, xc, dim, keepdim)).cpu()
     if OPS[op].second_moment:
         mag = torch.mean(xc * xc, dim, keepdim).cpu()
-        if op == "std":
+        if OPS[op].root:
             mag = mag / (2 * ref)
     else:
         mag = torch_reference(op, xc.abs(), dim, keepdim).cpu()

@@ -28,7 +28,8 @@ from conftest import assert_matches_reference, make_tensor
 #: the 2-norm: DTensor's partial norm, x^2 added, then the root); None: no collective combines
 #: the ranks' results (var, std, logsumexp), and DTensor redistributes the input first.
 PARTIAL_OF = {"sum": "sum", "mean": "sum", "amax": "max", "amin": "min", "prod": "product", "any": "max", "all": "min",
-              "vector_norm": "2-norm", "vector_norm_inf": "max", "var": None, "std": None, "logsumexp": None}
+              "vector_norm": "2-norm", "vector_norm_inf": "max", "var": None, "std": None, "logsumexp": None,
+              "var_mean": None, "std_mean_mean": None}
 
 
 def _torch_takes(op, dtype, dtype_argument):

@@ -36,26 +36,30 @@ def _batch_dims(dim: Optional[Sequence[int]], rank: int) -> List[int]:
 
 
 def _make_rule(op: torch._ops.OpOverload, name: str) -> Callable:
+    # The batch dim of each result: a tuple for an op of several (var_mean's).
+    results = len(op._schema.returns)
+    batched, unbatched = (0 if results == 1 else (0,) * results), (None if results == 1 else (None,) * results)
+
     def rule(info, in_dims, self, *args, **named):
         kwargs = bind_arguments(op, args, named)
         dim, keepdim = kwargs.pop("dim"), kwargs.pop("keepdim")
         batch_dim = in_dims[0]
         if batch_dim is None:
-            return op(self, dim=dim, keepdim=keepdim, **kwargs), None
+            return op(self, dim=dim, keepdim=keepdim, **kwargs), unbatched
         batch = self.movedim(batch_dim, 0)
         if kwargs.get("algorithm") not in (None, "default"):
             # A ladder step reduces all of one tensor (csrc/cuda/ladder/): it has no batched form.
             return torch.stack([op(sample, dim=dim, keepdim=keepdim, **kwargs) for sample in batch.unbind(0)]), 0
         if reduces_no_dim(name, dim):
             # Each element on its own (any, all): the batch as it is.
-            return op(batch, dim=dim, keepdim=keepdim, **kwargs), 0
+            return op(batch, dim=dim, keepdim=keepdim, **kwargs), batched
         rank = batch.dim() - 1
         dims = _batch_dims(dim, rank)
         if rank == 0:
             # Each sample is one element: reduce it over a dim of size 1, so
             # that it still gets the op's result dtype (an int64 sum of int8).
             batch, dims, keepdim = batch.unsqueeze(1), [1], False
-        return op(batch, dim=dims, keepdim=keepdim, **kwargs), 0
+        return op(batch, dim=dims, keepdim=keepdim, **kwargs), batched
 
     return rule
 

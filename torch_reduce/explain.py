@@ -25,6 +25,9 @@ _DTYPE_NAMES = {
     "Int": "int32",
     "Long": "int64",
     "Bool": "bool",
+    # An op of two results (var_mean) writes them as the two parts of a complex number.
+    "ComplexFloat": "complex64",
+    "ComplexDouble": "complex128",
 }
 
 

@@ -69,8 +69,16 @@ def _logsumexp(input: torch.Tensor, dim: DimArg = (), keepdim: bool = False) -> 
     return torch.logsumexp(input, dims if dims else list(range(input.dim())), keepdim)
 
 
+def _std_mean(input: torch.Tensor, dim: DimArg = None, *, keepdim: bool = False, correction: float = 1):
+    """torch.std_mean, as the root of torch.var_mean's variance: on fake tensors of symbolic sizes
+    (torch.export's dynamic shapes) torch 2.14's own reaches a decomposition that takes keepdim by
+    name with it given by position, and raises."""
+    var, mean = torch.var_mean(input, dim, keepdim=keepdim, correction=correction)
+    return var.sqrt(), mean
+
+
 #: torch's ops that do not take the arguments of the op of the same name.
-_REFERENCES: Dict[str, Callable] = {"prod": _prod, "logsumexp": _logsumexp}
+_REFERENCES: Dict[str, Callable] = {"prod": _prod, "logsumexp": _logsumexp, "std_mean": _std_mean}
 
 
 def _reference(name: str) -> Callable:

@@ -88,6 +88,8 @@ COMBINE: Dict[str, Combine] = {
     # dim is gathered before the op.
     "var": Combine(lambda arguments: None, empty_shard_ok=True),
     "std": Combine(lambda arguments: None, empty_shard_ok=True),
+    "var_mean": Combine(lambda arguments: None, empty_shard_ok=True),
+    "std_mean": Combine(lambda arguments: None, empty_shard_ok=True),
     # Nor do they add their logsumexps (each a maximum and a scaled sum).
     "logsumexp": Combine(lambda arguments: None, empty_shard_ok=True),
 }
@@ -171,9 +173,11 @@ def _every_rank_holds_some(size: int, mesh_shape: Sequence[int]) -> bool:
 def _acceptable_shardings(name: str) -> Callable:
     """The op's rule in register_sharding's form: (output placements, input placements) pairs."""
 
+    results = len(_overload(name)._schema.returns)  # each takes the same placement (var_mean's two)
+
     def acceptable_shardings(self, *args, **kwargs):
         call = _Call.of(name, self.shape, self.tensor_meta.dtype, args, kwargs)
-        return [([output], [given]) for output, given in call.rule(self.mesh.shape)]
+        return [([output] * results, [given]) for output, given in call.rule(self.mesh.shape)]
 
     return acceptable_shardings
 

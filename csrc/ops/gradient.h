@@ -26,7 +26,10 @@ struct Gradient {
   at::ScalarType dtype;        // the input's
   double scalar;               // the op's scalar argument (vector_norm's ord), else 0
   at::Tensor input;
-  at::Tensor result;
+  at::Tensor result;  // the first, for an op of two results
+  // The second result's gradient (var_mean's mean's), undefined where none
+  // flows; grad is undefined where only this one does.
+  at::Tensor second_grad;
 
   // Elements reduced into each output.
   int64_t count() const {
@@ -41,7 +44,8 @@ struct Gradient {
   }
 };
 
-// Forward mode: the input's primal, the result, and the call's dims.
+// Forward mode: the input's primal, the result (the first, for an op of
+// two results), and the call's dims.
 struct Tangent {
   at::Tensor input;
   at::Tensor result;

@@ -14,7 +14,7 @@ struct Std : Var {
   static constexpr bool kRoot = true;
 
   static DtypePlan dtypes(at::ScalarType self, std::optional<at::ScalarType> /*requested*/) {
-    return dtypes_of(kName, self);
+    return dtypes_of(kName, "std and var", self);
   }
 
   static at::Tensor forward(const Backend& backend, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,

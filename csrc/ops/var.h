@@ -159,10 +159,11 @@ struct Var {
     call.root = Spec::kRoot;
     return reduce_front_end(semantics_of<Spec>(), self, dim, keepdim, std::nullopt, backend, call);
   }
-  static DtypePlan dtypes_of(const char* name, at::ScalarType self) {
+  // `who` names the op as torch's message does ("std and var", "var_mean").
+  static DtypePlan dtypes_of(const char* name, const char* who, at::ScalarType self) {
     // torch's message, and the dtype it was given.
-    TORCH_CHECK(at::isFloatingType(self) || at::isComplexType(self),
-                "std and var only support floating point and complex dtypes, got ", self);
+    TORCH_CHECK(at::isFloatingType(self) || at::isComplexType(self), who,
+                " only support floating point and complex dtypes, got ", self);
     check_kernel_dtype(name, self, "input");
     return {self, self, self};
   }

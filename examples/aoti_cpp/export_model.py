@@ -16,7 +16,8 @@ import torch_reduce
 
 
 class EveryOp(torch.nn.Module):
-    """Each op once in a common form, and sum with dtype= over every dim. main.cpp calls the same
+    """Each op once in a common form (var_mean's and std_mean's two results each), and sum with
+    dtype= over every dim. main.cpp calls the same
     ops with the same arguments through the dispatcher and compares: keep the two in step."""
 
     def forward(self, x):
@@ -33,6 +34,8 @@ class EveryOp(torch.nn.Module):
             torch_reduce.var(x, 1, correction=0),
             torch_reduce.std(x, (0, 1), keepdim=True),
             torch_reduce.logsumexp(x, 1),
+            *torch_reduce.var_mean(x, 0),
+            *torch_reduce.std_mean(x, 1, correction=0, keepdim=True),
         )
 
 

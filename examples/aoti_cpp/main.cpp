@@ -34,11 +34,12 @@ void load_op_library(const std::string& path) {
   }
 }
 
-// torch.ops.torch_reduce.<name>(args...), boxed: no C++ signature to spell out.
-at::Tensor call_op(const char* name, std::vector<c10::IValue> args) {
+// torch.ops.torch_reduce.<name>(args...), boxed: no C++ signature to spell out. Its results
+// (two for var_mean and std_mean) are appended to `results`.
+void call_op(std::vector<at::Tensor>& results, const char* name, std::vector<c10::IValue> args) {
   auto op = c10::Dispatcher::singleton().findSchemaOrThrow(name, "");
   op.callBoxed(args);
-  return args.at(0).toTensor();
+  for (const c10::IValue& result : args) results.push_back(result.toTensor());
 }
 
 int run(int argc, char** argv) {
@@ -57,24 +58,26 @@ int run(int argc, char** argv) {
   const std::vector<at::Tensor> outputs = package.run({x});
 
   const c10::IValue none;
-  const std::vector<at::Tensor> expected = {
-      call_op("torch_reduce::sum", {x, std::vector<int64_t>{1}, false, none, none}),
-      call_op("torch_reduce::mean", {x, std::vector<int64_t>{-1}, true, none}),
-      call_op("torch_reduce::amax", {x, std::vector<int64_t>{0}, false}),
-      call_op("torch_reduce::amin", {x, std::vector<int64_t>{0, 1}, false}),
-      call_op("torch_reduce::sum", {x, none, false, at::ScalarType::Double, none}),
-      call_op("torch_reduce::prod", {x, std::vector<int64_t>{1}, false, none}),
-      call_op("torch_reduce::any", {x, std::vector<int64_t>{0}, false}),
-      call_op("torch_reduce::all", {x, std::vector<int64_t>{0, 1}, false}),
-      call_op("torch_reduce::vector_norm", {x, at::Scalar(3), std::vector<int64_t>{1}, false, none}),
-      call_op("torch_reduce::var", {x, std::vector<int64_t>{1}, false, 0.0}),
-      call_op("torch_reduce::std", {x, std::vector<int64_t>{0, 1}, true, 1.0}),
-      call_op("torch_reduce::logsumexp", {x, std::vector<int64_t>{1}, false}),
-  };
+  std::vector<at::Tensor> expected;
+  call_op(expected, "torch_reduce::sum", {x, std::vector<int64_t>{1}, false, none, none});
+  call_op(expected, "torch_reduce::mean", {x, std::vector<int64_t>{-1}, true, none});
+  call_op(expected, "torch_reduce::amax", {x, std::vector<int64_t>{0}, false});
+  call_op(expected, "torch_reduce::amin", {x, std::vector<int64_t>{0, 1}, false});
+  call_op(expected, "torch_reduce::sum", {x, none, false, at::ScalarType::Double, none});
+  call_op(expected, "torch_reduce::prod", {x, std::vector<int64_t>{1}, false, none});
+  call_op(expected, "torch_reduce::any", {x, std::vector<int64_t>{0}, false});
+  call_op(expected, "torch_reduce::all", {x, std::vector<int64_t>{0, 1}, false});
+  call_op(expected, "torch_reduce::vector_norm", {x, at::Scalar(3), std::vector<int64_t>{1}, false, none});
+  call_op(expected, "torch_reduce::var", {x, std::vector<int64_t>{1}, false, 0.0});
+  call_op(expected, "torch_reduce::std", {x, std::vector<int64_t>{0, 1}, true, 1.0});
+  call_op(expected, "torch_reduce::logsumexp", {x, std::vector<int64_t>{1}, false});
+  call_op(expected, "torch_reduce::var_mean", {x, std::vector<int64_t>{0}, false, 1.0});
+  call_op(expected, "torch_reduce::std_mean", {x, std::vector<int64_t>{1}, true, 0.0});
   const char* names[] = {"sum(x, 1)", "mean(x, -1, keepdim)", "amax(x, 0)", "amin(x, (0, 1))",
                          "sum(x, dtype=float64)", "prod(x, 1)", "any(x, 0)", "all(x, (0, 1))",
                          "vector_norm(x, 3, 1)", "var(x, 1, correction=0)", "std(x, (0, 1), keepdim)",
-                         "logsumexp(x, 1)"};
+                         "logsumexp(x, 1)", "var_mean(x, 0): var", "var_mean(x, 0): mean",
+                         "std_mean(x, 1, correction=0, keepdim): std", "std_mean(x, 1, correction=0, keepdim): mean"};
 
   bool ok = outputs.size() == expected.size();
   for (size_t i = 0; ok && i < outputs.size(); ++i) {
