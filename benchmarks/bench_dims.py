@@ -1,5 +1,5 @@
 """Reductions over one dimension: torch_reduce's ops (sum, mean, amax, amin, prod, any, all, var,
-std, logsumexp, vector_norm) against torch's (vector_norm: the 2-norm, against
+std, var_mean, std_mean, logsumexp, vector_norm) against torch's (vector_norm: the 2-norm, against
 torch.linalg.vector_norm), on 2-D shapes from square to very short or very long rows, over
 dim=-1 (rows) and dim=0 (columns), and on request over every dim.
 
@@ -49,11 +49,16 @@ def _torch_prod(x, dim):  # torch.prod takes no dim=None
 # logsumexp requires dims: the package's reference of it reads dim=None as every dim.
 TORCH_OPS = {"prod": _torch_prod, "logsumexp": getattr(torch_reduce.ops, "_logsumexp", None)}
 OPS = {name: (getattr(torch_reduce, name), TORCH_OPS.get(name, getattr(torch, name)))
-       for name in ("sum", "mean", "amax", "amin", "prod", "any", "all", "var", "std", "logsumexp")
+       for name in ("sum", "mean", "amax", "amin", "prod", "any", "all", "var", "std", "var_mean", "std_mean",
+                    "logsumexp")
        if hasattr(torch_reduce, name)}
 if hasattr(torch_reduce, "vector_norm"):
     OPS["vector_norm"] = (lambda x, dim: torch_reduce.vector_norm(x, 2, dim),
                           lambda x, dim: torch.linalg.vector_norm(x, 2, dim))
+
+
+#: The ops that return two results an output: the variance (or its root) and the mean.
+PAIRS = ("var_mean", "std_mean")
 
 
 def parse_args():
@@ -117,7 +122,8 @@ def bench_shape(shape: tuple, dtype_name: str, ops: list, dims: list, device, in
         for op in ops:
             ours, theirs = OPS[op]
             outputs = 1 if dim is None else x.numel() // shape[dim]
-            out_bytes = outputs * (1 if op in ("any", "all") else x.element_size())
+            # any and all write bools.
+            out_bytes = outputs * (1 if op in ("any", "all") else x.element_size()) * (2 if op in PAIRS else 1)
             if read is not None and out_bytes not in read_writes:
                 read_writes[out_bytes] = plain_read.measure_read_write(x, out_bytes, info)
             read_write = read_writes.get(out_bytes)
