@@ -10,6 +10,8 @@
 #include "ops/amax.h"
 #include "ops/amin.h"
 #include "ops/any.h"
+#include "ops/argmax.h"
+#include "ops/argmin.h"
 #include "ops/logsumexp.h"
 #include "ops/mean.h"
 #include "ops/prod.h"
@@ -23,17 +25,19 @@
 // X(name, OpsObject, input families its kernels take: Floating or
 // FloatingAndIntegral, as its kIntegralKernels says; None for an op that
 // runs another's kernels, OpsObject::Kernels)
-#define TORCH_REDUCE_FOR_EACH_OP(X)    \
-  X(sum, Sum, FloatingAndIntegral)     \
-  X(mean, Mean, Floating)              \
-  X(amax, Amax, FloatingAndIntegral)   \
-  X(amin, Amin, FloatingAndIntegral)   \
-  X(prod, Prod, FloatingAndIntegral)   \
-  X(any, Any, FloatingAndIntegral)     \
-  X(all, All, FloatingAndIntegral)     \
-  X(vector_norm, VectorNorm, Floating) \
-  X(var, Var, Floating)                \
-  X(std, Std, None)                    \
-  X(logsumexp, LogSumExp, Floating)    \
-  X(var_mean, VarMean, Floating)       \
-  X(std_mean, StdMean, None)
+#define TORCH_REDUCE_FOR_EACH_OP(X)      \
+  X(sum, Sum, FloatingAndIntegral)       \
+  X(mean, Mean, Floating)                \
+  X(amax, Amax, FloatingAndIntegral)     \
+  X(amin, Amin, FloatingAndIntegral)     \
+  X(prod, Prod, FloatingAndIntegral)     \
+  X(any, Any, FloatingAndIntegral)       \
+  X(all, All, FloatingAndIntegral)       \
+  X(vector_norm, VectorNorm, Floating)   \
+  X(var, Var, Floating)                  \
+  X(std, Std, None)                      \
+  X(logsumexp, LogSumExp, Floating)      \
+  X(var_mean, VarMean, Floating)         \
+  X(std_mean, StdMean, None)             \
+  X(argmax, ArgMax, FloatingAndIntegral) \
+  X(argmin, ArgMin, None)

@@ -97,6 +97,16 @@ at::Tensor reduce_front_end(const OpSemantics& op, const at::Tensor& self, at::O
   // dim=None and dim=[] both reduce every dim, as in torch.
   std::vector<bool> reduced(ndim, true);
   const bool all_dims = !dim.has_value() || dim->empty();
+  if (op.positions) {
+    // One dim, whose single run the layouts read in order; or every dim,
+    // read in order only as one contiguous run: other tensors are copied
+    // (the layouts would read their dims in memory order, and an expanded
+    // dim, cut to one element, would move the positions after it).
+    TORCH_CHECK_TYPE(all_dims || dim->size() == 1, op.name, "(): argument 'dim' must be int, not a list of ",
+                     dim->size());
+    if (all_dims && !self.is_contiguous())
+      return reduce_front_end(op, self.contiguous(), dim, keepdim, dtype, backend, call);
+  }
   if (!all_dims) {
     // Raises torch's errors for out-of-range and repeated dims.
     const auto mask = at::dim_list_to_bitset(*dim, ndim);

@@ -30,6 +30,9 @@ struct OpSemantics {
   // kernel's output back as it is, a struct of them per output in the
   // kernel's dtype, and its forward splits and rounds them.
   int results;
+  // The op's elements count by their position (argmax): it reduces one dim,
+  // or every dim in their logical order (HasPositions in op_base.h).
+  bool positions;
 };
 
 // How many tensors an op's Signature returns.
@@ -45,7 +48,7 @@ const OpSemantics& semantics_of() {
   static const OpSemantics semantics{
       Spec::kName, &Spec::dtypes,
       [](const DtypePlan& d) -> std::optional<at::ScalarType> { return Spec::stage_dtype(d); }, Spec::kEmpty,
-      Spec::kRepeats, Spec::kEmptyDims, ResultCount<typename Spec::Signature>::value};
+      Spec::kRepeats, Spec::kEmptyDims, ResultCount<typename Spec::Signature>::value, HasPositions<Spec>::value};
   return semantics;
 }
 

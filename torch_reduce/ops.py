@@ -77,8 +77,23 @@ def _std_mean(input: torch.Tensor, dim: DimArg = None, *, keepdim: bool = False,
     return var.sqrt(), mean
 
 
+def _arg_extremum(reference: Callable) -> Callable:
+    """torch.argmax (argmin) of dim as the op takes it: None, an int, or a list of one int."""
+
+    def call(input: torch.Tensor, dim: DimArg = None, keepdim: bool = False) -> torch.Tensor:
+        dims = _dim_list(dim)
+        if dims is not None and len(dims) != 1:
+            if dims:
+                raise TypeError(f"{reference.__name__}(): argument 'dim' must be int, not a list of {len(dims)}")
+            dims = None
+        return reference(input, None if dims is None else dims[0], keepdim)
+
+    return call
+
+
 #: torch's ops that do not take the arguments of the op of the same name.
-_REFERENCES: Dict[str, Callable] = {"prod": _prod, "logsumexp": _logsumexp, "std_mean": _std_mean}
+_REFERENCES: Dict[str, Callable] = {"prod": _prod, "logsumexp": _logsumexp, "std_mean": _std_mean,
+                                     "argmax": _arg_extremum(torch.argmax), "argmin": _arg_extremum(torch.argmin)}
 
 
 def _reference(name: str) -> Callable:

@@ -90,6 +90,9 @@ COMBINE: Dict[str, Combine] = {
     "std": Combine(lambda arguments: None, empty_shard_ok=True),
     "var_mean": Combine(lambda arguments: None, empty_shard_ok=True),
     "std_mean": Combine(lambda arguments: None, empty_shard_ok=True),
+    # Nor do they pick among their indices (each relative to its own shard).
+    "argmax": Combine(lambda arguments: None, empty_shard_ok=False),
+    "argmin": Combine(lambda arguments: None, empty_shard_ok=False),
     # Nor do they add their logsumexps (each a maximum and a scaled sum).
     "logsumexp": Combine(lambda arguments: None, empty_shard_ok=True),
 }

@@ -20,12 +20,13 @@ namespace torch_reduce {
 namespace cpu {
 
 // acc[0, n) = the first n (0 < n <= kTile) columns of `rows` rows that
-// start `row_stride` elements apart, folded top to bottom in registers. A
+// start `row_stride` elements apart, folded top to bottom in registers; the
+// first row is row `first_row` of the reduction (the elements' position). A
 // tile of fewer columns than kTile is one vector (kTile == kWidenVector),
 // whose other lanes fold zeros that are never stored. (kVectorExtrema's
 // tiles are whole vectors.)
 template <int kTile, VectorIsa isa, typename scalar_t, typename acc_t, typename Op>
-C10_ALWAYS_INLINE void fold_column_tile(const scalar_t* x, int64_t rows, int64_t row_stride, int n,
+C10_ALWAYS_INLINE void fold_column_tile(const scalar_t* x, int64_t rows, int64_t row_stride, int64_t first_row, int n,
                                         acc_t* __restrict acc, const Op& op) {
   acc_t column[kTile];
   for (int j = 0; j < kTile; ++j) column[j] = op.identity();
@@ -47,9 +48,9 @@ C10_ALWAYS_INLINE void fold_column_tile(const scalar_t* x, int64_t rows, int64_t
         // vectors stay unrolled, which gcc does vectorise: as loops they were
         // slower. Sums vectorise either way.
 #pragma GCC unroll 1
-        for (int j = 0; j < kTile; ++j) column[j] = fold_element(op, column[j], wide[j]);
+        for (int j = 0; j < kTile; ++j) column[j] = fold_element(op, column[j], wide[j], first_row + r);
       } else {
-        for (int j = 0; j < kTile; ++j) column[j] = fold_element(op, column[j], wide[j]);
+        for (int j = 0; j < kTile; ++j) column[j] = fold_element(op, column[j], wide[j], first_row + r);
       }
     }
   }
@@ -57,12 +58,13 @@ C10_ALWAYS_INLINE void fold_column_tile(const scalar_t* x, int64_t rows, int64_t
 }
 
 // acc[c] = column c (c < width) of `rows` rows that start `row_stride`
-// elements apart, folded top to bottom; the loop over columns vectorises.
+// elements apart, folded top to bottom (from row first_row of the
+// reduction); the loop over columns vectorises.
 // Four rows per pass, so that narrow blocks do not wait on acc's store and
 // reload after every row.
 template <typename scalar_t, typename acc_t, typename Op>
-C10_ALWAYS_INLINE void fold_column_loop(const scalar_t* x, int64_t rows, int64_t row_stride, int64_t width,
-                                        acc_t* __restrict acc, const Op& op) {
+C10_ALWAYS_INLINE void fold_column_loop(const scalar_t* x, int64_t rows, int64_t row_stride, int64_t first_row,
+                                        int64_t width, acc_t* __restrict acc, const Op& op) {
   for (int64_t c = 0; c < width; ++c) acc[c] = op.identity();
   int64_t r = 0;
   for (; r + 4 <= rows; r += 4) {
@@ -70,17 +72,18 @@ C10_ALWAYS_INLINE void fold_column_loop(const scalar_t* x, int64_t rows, int64_t
     const scalar_t* __restrict r1 = r0 + row_stride;
     const scalar_t* __restrict r2 = r1 + row_stride;
     const scalar_t* __restrict r3 = r2 + row_stride;
+    const int64_t p = first_row + r;
     for (int64_t c = 0; c < width; ++c) {
-      acc_t a = fold_element(op, acc[c], widen<acc_t>(r0[c]));
-      a = fold_element(op, a, widen<acc_t>(r1[c]));
-      a = fold_element(op, a, widen<acc_t>(r2[c]));
-      acc[c] = fold_element(op, a, widen<acc_t>(r3[c]));
+      acc_t a = fold_element(op, acc[c], widen<acc_t>(r0[c]), p);
+      a = fold_element(op, a, widen<acc_t>(r1[c]), p + 1);
+      a = fold_element(op, a, widen<acc_t>(r2[c]), p + 2);
+      acc[c] = fold_element(op, a, widen<acc_t>(r3[c]), p + 3);
     }
   }
   for (; r < rows; ++r) {
     const scalar_t* __restrict row = x + r * row_stride;
     for (int64_t c = 0; c < width; ++c) {
-      acc[c] = fold_element(op, acc[c], widen<acc_t>(row[c]));
+      acc[c] = fold_element(op, acc[c], widen<acc_t>(row[c]), first_row + r);
     }
   }
 }
@@ -97,8 +100,8 @@ C10_ALWAYS_INLINE void fold_column_loop(const scalar_t* x, int64_t rows, int64_t
 // blocks of up to four whole vectors of columns, the rest in
 // fold_column_loop.
 template <typename scalar_t, typename acc_t, typename Isa, typename Op>
-void fold_columns(Isa, const scalar_t* x, int64_t rows, int64_t row_stride, int64_t width, acc_t* __restrict acc,
-                  const Op& op) {
+void fold_columns(Isa, const scalar_t* x, int64_t rows, int64_t row_stride, int64_t first_row, int64_t width,
+                  acc_t* __restrict acc, const Op& op) {
   int64_t first = 0;
   if constexpr (kVectorExtrema<scalar_t, acc_t, Op, Isa::value>) {
     // Blocks of up to four whole vectors of columns, as one tile: their few
@@ -108,30 +111,30 @@ void fold_columns(Isa, const scalar_t* x, int64_t rows, int64_t row_stride, int6
     constexpr int step = 64 / sizeof(acc_t);
     switch (width <= 4 * step ? width / step : 0) {
       case 4:
-        fold_column_tile<4 * step, Isa::value>(x, rows, row_stride, 4 * step, acc, op);
+        fold_column_tile<4 * step, Isa::value>(x, rows, row_stride, first_row, 4 * step, acc, op);
         first = 4 * step;
         break;
       case 3:
-        fold_column_tile<3 * step, Isa::value>(x, rows, row_stride, 3 * step, acc, op);
+        fold_column_tile<3 * step, Isa::value>(x, rows, row_stride, first_row, 3 * step, acc, op);
         first = 3 * step;
         break;
       case 2:
-        fold_column_tile<2 * step, Isa::value>(x, rows, row_stride, 2 * step, acc, op);
+        fold_column_tile<2 * step, Isa::value>(x, rows, row_stride, first_row, 2 * step, acc, op);
         first = 2 * step;
         break;
       case 1:
-        fold_column_tile<step, Isa::value>(x, rows, row_stride, step, acc, op);
+        fold_column_tile<step, Isa::value>(x, rows, row_stride, first_row, step, acc, op);
         first = step;
         break;
     }
   } else if constexpr (constexpr int step = kWidenVector<scalar_t, acc_t, Isa::value>; step > 1) {
     for (; first + 4 * step <= width; first += 4 * step)
-      fold_column_tile<4 * step, Isa::value>(x + first, rows, row_stride, 4 * step, acc + first, op);
+      fold_column_tile<4 * step, Isa::value>(x + first, rows, row_stride, first_row, 4 * step, acc + first, op);
     for (; first < width; first += step)
-      fold_column_tile<step, Isa::value>(x + first, rows, row_stride,
+      fold_column_tile<step, Isa::value>(x + first, rows, row_stride, first_row,
                                          static_cast<int>(std::min<int64_t>(step, width - first)), acc + first, op);
   }
-  fold_column_loop(x + first, rows, row_stride, width - first, acc + first, op);
+  fold_column_loop(x + first, rows, row_stride, first_row, width - first, acc + first, op);
 }
 
 // Column blocks of up to kNarrowColumns columns are folded kSideBySide at a
@@ -142,16 +145,19 @@ constexpr int64_t kSideBySide = 8;
 
 // kBlocks consecutive blocks of kColumnBlock rows of kWidth columns, each
 // folded exactly as fold_columns folds it (top to bottom from the identity);
-// block k's results go to acc[k * kWidth, (k + 1) * kWidth).
+// block k's results go to acc[k * kWidth, (k + 1) * kWidth). The first
+// block starts at row first_row of the reduction.
 template <int kBlocks, int kWidth, typename scalar_t, typename acc_t, typename Op>
-void fold_column_blocks_side_by_side(const scalar_t* x, int64_t row_stride, acc_t* acc, const Op& op) {
+void fold_column_blocks_side_by_side(const scalar_t* x, int64_t row_stride, int64_t first_row, acc_t* acc,
+                                     const Op& op) {
   acc_t a[kBlocks][kWidth];
   for (int k = 0; k < kBlocks; ++k)
     for (int c = 0; c < kWidth; ++c) a[k][c] = op.identity();
   for (int64_t r = 0; r < kColumnBlock; ++r) {
     for (int k = 0; k < kBlocks; ++k) {
       const scalar_t* __restrict row = x + (k * kColumnBlock + r) * row_stride;
-      for (int c = 0; c < kWidth; ++c) a[k][c] = fold_element(op, a[k][c], widen<acc_t>(row[c]));
+      const int64_t position = first_row + k * kColumnBlock + r;
+      for (int c = 0; c < kWidth; ++c) a[k][c] = fold_element(op, a[k][c], widen<acc_t>(row[c]), position);
     }
   }
   for (int k = 0; k < kBlocks; ++k)
@@ -160,11 +166,12 @@ void fold_column_blocks_side_by_side(const scalar_t* x, int64_t row_stride, acc_
 
 // fold_column_blocks_side_by_side for the run-time width (1 to kMax).
 template <int kBlocks, int kMax, typename scalar_t, typename acc_t, typename Op>
-void fold_narrow_column_blocks(const scalar_t* x, int64_t row_stride, int64_t width, acc_t* acc, const Op& op) {
+void fold_narrow_column_blocks(const scalar_t* x, int64_t row_stride, int64_t first_row, int64_t width, acc_t* acc,
+                               const Op& op) {
   if constexpr (kMax > 1) {
-    if (width < kMax) return fold_narrow_column_blocks<kBlocks, kMax - 1>(x, row_stride, width, acc, op);
+    if (width < kMax) return fold_narrow_column_blocks<kBlocks, kMax - 1>(x, row_stride, first_row, width, acc, op);
   }
-  fold_column_blocks_side_by_side<kBlocks, kMax>(x, row_stride, acc, op);
+  fold_column_blocks_side_by_side<kBlocks, kMax>(x, row_stride, first_row, acc, op);
 }
 
 // Folds the first of `whole` (> 1) whole blocks of narrow columns side by
@@ -176,19 +183,19 @@ void fold_narrow_column_blocks(const scalar_t* x, int64_t row_stride, int64_t wi
 // in groups of 2 either (slower there too).
 // Returns how many blocks it folded.
 template <typename scalar_t, typename acc_t, typename Op>
-int64_t fold_narrow_blocks_side_by_side(const scalar_t* x, int64_t row_stride, int64_t width, int64_t whole,
-                                        acc_t* acc, const Op& op) {
+int64_t fold_narrow_blocks_side_by_side(const scalar_t* x, int64_t row_stride, int64_t first_row, int64_t width,
+                                        int64_t whole, acc_t* acc, const Op& op) {
   if (whole >= kSideBySide) {
-    fold_narrow_column_blocks<kSideBySide, kNarrowColumns, scalar_t>(x, row_stride, width, acc, op);
+    fold_narrow_column_blocks<kSideBySide, kNarrowColumns, scalar_t>(x, row_stride, first_row, width, acc, op);
     return kSideBySide;
   }
   if constexpr (!std::is_same_v<scalar_t, at::Half> && !std::is_same_v<scalar_t, at::BFloat16>) {
     if (whole >= 4) {
-      fold_narrow_column_blocks<4, kNarrowColumns, scalar_t>(x, row_stride, width, acc, op);
+      fold_narrow_column_blocks<4, kNarrowColumns, scalar_t>(x, row_stride, first_row, width, acc, op);
       return 4;
     }
     if constexpr (!(kSelects<Op> && std::is_integral_v<acc_t>)) {
-      fold_narrow_column_blocks<2, kNarrowColumns, scalar_t>(x, row_stride, width, acc, op);
+      fold_narrow_column_blocks<2, kNarrowColumns, scalar_t>(x, row_stride, first_row, width, acc, op);
       return 2;
     }
   }
@@ -219,8 +226,8 @@ void reduce_columns(const scalar_t* data, const ReduceLayout& layout,
           run_vectorised([&](auto) {
             while (whole - k > 1) {
               const int64_t folded = fold_narrow_blocks_side_by_side<scalar_t>(
-                  x + (block + k) * kColumnBlock * layout.reduce_stride, layout.reduce_stride, width, whole - k,
-                  acc + k * width, op);
+                  x + (block + k) * kColumnBlock * layout.reduce_stride, layout.reduce_stride,
+                  (block + k) * kColumnBlock, width, whole - k, acc + k * width, op);
               if (folded == 0) break;
               k += folded;
             }
@@ -231,7 +238,7 @@ void reduce_columns(const scalar_t* data, const ReduceLayout& layout,
           acc_t* block_acc = acc + k * width;
           run_vectorised([&](auto isa) {
             fold_columns<scalar_t, acc_t>(isa, x + first_row * layout.reduce_stride,
-                                          std::min(kColumnBlock, reduce - first_row), layout.reduce_stride,
+                                          std::min(kColumnBlock, reduce - first_row), layout.reduce_stride, first_row,
                                           columns, block_acc, op);
           });
           // The last chunk's missing columns take part in the tree unchanged.

@@ -41,7 +41,8 @@ void combine_halves(acc_t* lane, const Op& op) {
 template <typename scalar_t, typename Op>
 constexpr bool kVectorTail = kSelects<Op> || std::is_same_v<scalar_t, at::Half> || std::is_same_v<scalar_t, at::BFloat16>;
 
-// Folds x[0, n) into one accumulator: lane j folds x[j], x[j + lanes], ...
+// Folds x[0, n), the elements at positions first + [0, n) of their
+// reduction (op_base.h, HasPositions), into one accumulator: lane j folds x[j], x[j + lanes], ...
 // of the whole vectors in sequence, the lanes are combined pairwise, then the
 // last n % lanes elements are folded in one by one (a scalar tail, so that
 // the lanes are never indexed at run time and stay in registers), or before
@@ -49,10 +50,12 @@ constexpr bool kVectorTail = kSelects<Op> || std::is_same_v<scalar_t, at::Half> 
 // sets take kSets vectors in turn, and are combined into the first before
 // the last whole vectors.
 template <int kSets, typename scalar_t, typename acc_t, typename Isa, typename Op>
-acc_t fold_lanes(Isa, const scalar_t* __restrict x, int64_t n, const Op& op) {
+acc_t fold_lanes(Isa, const scalar_t* __restrict x, int64_t n, int64_t first, const Op& op) {
   constexpr int lanes = kLanes<acc_t>;
-  // lane[j] folds v[j] of the vector of `lanes` elements at v.
-  auto fold_vector = [&](acc_t* lane, const scalar_t* v) {
+  // lane[j] folds v[j] of the vector of `lanes` elements at v, x[at].
+  auto fold_vector = [&](acc_t* lane, int64_t at) {
+    const scalar_t* v = x + at;
+    const int64_t position = first + at;
     prefetch(reinterpret_cast<const char*>(v) + kPrefetchBytes);
     if constexpr (std::is_same_v<scalar_t, at::Half>) {
       // Half widened first, folded after: in one loop gcc 12 vectorised
@@ -61,7 +64,7 @@ acc_t fold_lanes(Isa, const scalar_t* __restrict x, int64_t n, const Op& op) {
       // float32 and int32 amax were slower.
       acc_t wide[lanes];
       widen_vector<Isa::value, lanes>(v, wide);
-      for (int j = 0; j < lanes; ++j) lane[j] = fold_element(op, lane[j], wide[j]);
+      for (int j = 0; j < lanes; ++j) lane[j] = fold_element(op, lane[j], wide[j], position + j);
 #ifdef TORCH_REDUCE_X86_ISAS
     } else if constexpr (kVectorExtrema<scalar_t, acc_t, Op, Isa::value>) {
       combine_extrema_avx512<Op::kCombine == Combine::Max, lanes>(lane, v);
@@ -72,9 +75,9 @@ acc_t fold_lanes(Isa, const scalar_t* __restrict x, int64_t n, const Op& op) {
       // the unroller, the other folds vectorise as they are; as loops,
       // float64 sums (AVX2) and bool sums (AVX-512) were slower.
 #pragma GCC unroll 1
-      for (int j = 0; j < lanes; ++j) lane[j] = fold_element(op, lane[j], widen<acc_t>(v[j]));
+      for (int j = 0; j < lanes; ++j) lane[j] = fold_element(op, lane[j], widen<acc_t>(v[j]), position + j);
     } else {
-      for (int j = 0; j < lanes; ++j) lane[j] = fold_element(op, lane[j], widen<acc_t>(v[j]));
+      for (int j = 0; j < lanes; ++j) lane[j] = fold_element(op, lane[j], widen<acc_t>(v[j]), position + j);
     }
   };
   acc_t lane[kSets][lanes];
@@ -82,10 +85,10 @@ acc_t fold_lanes(Isa, const scalar_t* __restrict x, int64_t n, const Op& op) {
     for (int j = 0; j < lanes; ++j) lane[s][j] = op.identity();
   int64_t i = 0;
   for (; i + kSets * lanes <= n; i += kSets * lanes)
-    for (int s = 0; s < kSets; ++s) fold_vector(lane[s], x + i + s * lanes);
+    for (int s = 0; s < kSets; ++s) fold_vector(lane[s], i + s * lanes);
   for (int s = 1; s < kSets; ++s)
     for (int j = 0; j < lanes; ++j) lane[0][j] = op.combine(lane[0][j], lane[s][j]);
-  for (; i + lanes <= n; i += lanes) fold_vector(lane[0], x + i);
+  for (; i + lanes <= n; i += lanes) fold_vector(lane[0], i);
   if constexpr (kVectorTail<scalar_t, Op>) {
     if (i < n) {
       const int left = static_cast<int>(n - i);
@@ -101,9 +104,10 @@ acc_t fold_lanes(Isa, const scalar_t* __restrict x, int64_t n, const Op& op) {
             for (int j = 0; j < step; ++j) last[k + j] = op.identity();
           }
         }
-        for (int j = 0; j < lanes; ++j) last[j] = j < left ? map_element(op, last[j]) : op.identity();
+        for (int j = 0; j < lanes; ++j) last[j] = j < left ? map_element(op, last[j], first + i + j) : op.identity();
       } else {
-        for (int j = 0; j < lanes; ++j) last[j] = j < left ? map_element(op, widen<acc_t>(x[i + j])) : op.identity();
+        for (int j = 0; j < lanes; ++j)
+          last[j] = j < left ? map_element(op, widen<acc_t>(x[i + j]), first + i + j) : op.identity();
       }
       for (int j = 0; j < lanes; ++j) lane[0][j] = op.combine(lane[0][j], last[j]);
       i = n;
@@ -111,7 +115,7 @@ acc_t fold_lanes(Isa, const scalar_t* __restrict x, int64_t n, const Op& op) {
   }
   combine_halves<lanes / 2>(lane[0], op);
   acc_t acc = lane[0][0];
-  for (; i < n; ++i) acc = fold_element(op, acc, widen<acc_t>(x[i]));
+  for (; i < n; ++i) acc = fold_element(op, acc, widen<acc_t>(x[i]), first + i);
   return acc;
 }
 
@@ -124,11 +128,11 @@ acc_t fold_lanes(Isa, const scalar_t* __restrict x, int64_t n, const Op& op) {
 // the lanes on the stack, not in registers, between them, which slowed
 // rows of either kind.
 template <typename scalar_t, typename acc_t, typename Isa, typename Op>
-acc_t fold_run(Isa isa, const scalar_t* __restrict x, int64_t n, const Op& op) {
+acc_t fold_run(Isa isa, const scalar_t* __restrict x, int64_t n, int64_t first, const Op& op) {
   if constexpr (kSelects<Op>) {
-    if (n >= 8 * kLanes<acc_t>) return fold_lanes<2, scalar_t, acc_t>(isa, x, n, op);
+    if (n >= 8 * kLanes<acc_t>) return fold_lanes<2, scalar_t, acc_t>(isa, x, n, first, op);
   }
-  return fold_lanes<1, scalar_t, acc_t>(isa, x, n, op);
+  return fold_lanes<1, scalar_t, acc_t>(isa, x, n, first, op);
 }
 
 // Elements of one run of fold_contiguous: kRun * lanes, but a whole block
@@ -137,19 +141,20 @@ acc_t fold_run(Isa isa, const scalar_t* __restrict x, int64_t n, const Op& op) {
 template <typename acc_t, typename Op>
 constexpr int64_t kFoldRun = kSelects<Op> ? kRowBlock : kRun * kLanes<acc_t>;
 
-// Folds x[0, n) into one accumulator: runs of kFoldRun elements, one after
-// the other. Inlined, as short rows cost little more than the calls.
+// Folds x[0, n), at positions first + [0, n), into one accumulator: runs of
+// kFoldRun elements, one after the other. Inlined, as short rows cost little
+// more than the calls.
 template <typename scalar_t, typename acc_t, typename Op>
-C10_ALWAYS_INLINE acc_t fold_contiguous(const scalar_t* x, int64_t n, const Op& op) {
+C10_ALWAYS_INLINE acc_t fold_contiguous(const scalar_t* x, int64_t n, int64_t first, const Op& op) {
   constexpr int64_t run = kFoldRun<acc_t, Op>;
   // Each run is a vectorised call of its own, never a loop inside one: gcc
   // 12.2 -O3 miscompiles the AVX2 / AVX-512 lanes of int8/int16 -> int64 sums
   // once they sit in an outer loop, be it over runs or over rows.
   acc_t acc{};  // set by the call; initialised for gcc 13's -Wmaybe-uninitialized
-  run_vectorised([&](auto isa) { acc = fold_run<scalar_t, acc_t>(isa, x, std::min(n, run), op); });
+  run_vectorised([&](auto isa) { acc = fold_run<scalar_t, acc_t>(isa, x, std::min(n, run), first, op); });
   for (int64_t i = run; i < n; i += run) {
     acc_t next{};
-    run_vectorised([&](auto isa) { next = fold_run<scalar_t, acc_t>(isa, x + i, std::min(n - i, run), op); });
+    run_vectorised([&](auto isa) { next = fold_run<scalar_t, acc_t>(isa, x + i, std::min(n - i, run), first + i, op); });
     acc = op.combine(acc, next);
   }
   return acc;
@@ -185,7 +190,7 @@ constexpr bool reads_interleaved_rows(int length) { return length == 3 || (lengt
 template <typename acc_t, typename scalar_t, typename Op>
 C10_ALWAYS_INLINE acc_t fold_in_sequence(const scalar_t* x, int64_t length, const Op& op) {
   acc_t acc = op.identity();
-  for (int64_t i = 0; i < length; ++i) acc = fold_element(op, acc, widen<acc_t>(x[i]));
+  for (int64_t i = 0; i < length; ++i) acc = fold_element(op, acc, widen<acc_t>(x[i]), i);
   return acc;
 }
 
@@ -217,11 +222,12 @@ void fold_short_rows(Isa isa, const scalar_t* data, int64_t stride, int64_t leng
           for (; i < n; ++i) wide[k][i] = widen<acc_t>(x[k * stride + i]);
         }
         for (int64_t i = 0; i < n; ++i) {
-          for (int k = 0; k < kRowsTogether; ++k) acc[k] = fold_element(op, acc[k], wide[k][i]);
+          for (int k = 0; k < kRowsTogether; ++k) acc[k] = fold_element(op, acc[k], wide[k][i], i);
         }
       } else {
         for (int64_t i = 0; i < n; ++i) {
-          for (int k = 0; k < kRowsTogether; ++k) acc[k] = fold_element(op, acc[k], widen<acc_t>(x[k * stride + i]));
+          for (int k = 0; k < kRowsTogether; ++k)
+            acc[k] = fold_element(op, acc[k], widen<acc_t>(x[k * stride + i]), i);
         }
       }
       store_results(isa, acc, kRowsTogether, out + row, op);
@@ -290,10 +296,11 @@ constexpr int64_t kGroupedRowBytes = 1024;
 template <typename scalar_t, typename acc_t, typename out_t, typename Op>
 void reduce_rows_of_one_block(const scalar_t* data, const ReduceLayout& layout, out_t* out, const Op& op) {
   const int64_t reduce = layout.reduce, stride = layout.batch_stride;
-  // A grouped row is one run of fold_contiguous, which fold_run folds alone.
-  static_assert(kFoldRun<acc_t, Op> * static_cast<int64_t>(sizeof(scalar_t)) >= kGroupedRowBytes,
-                "a grouped row is one run");
-  const bool grouped = reduce * static_cast<int64_t>(sizeof(scalar_t)) <= kGroupedRowBytes;
+  // A grouped row is one run of fold_contiguous, which fold_run folds alone
+  // (every row of kGroupedRowBytes is, but of a struct accumulator's runs of
+  // narrow elements: argmax's of int8).
+  const bool grouped = reduce * static_cast<int64_t>(sizeof(scalar_t)) <= kGroupedRowBytes &&
+                       reduce <= kFoldRun<acc_t, Op>;
   const int64_t grain = ceil_div(at::internal::GRAIN_SIZE, reduce);
   at::parallel_for(0, layout.batch, grain, [&](int64_t begin, int64_t end) {
     int64_t row = begin;
@@ -303,14 +310,14 @@ void reduce_rows_of_one_block(const scalar_t* data, const ReduceLayout& layout, 
         acc_t acc[kRowsPerCall]{};  // (set in run_vectorised, which gcc does not see)
         run_vectorised([&](auto isa) {
           [&]<size_t... k>(std::index_sequence<k...>) {
-            ((acc[k] = fold_run<scalar_t, acc_t>(isa, x + k * stride, reduce, op)), ...);
+            ((acc[k] = fold_run<scalar_t, acc_t>(isa, x + k * stride, reduce, 0, op)), ...);
           }(std::make_index_sequence<kRowsPerCall>{});
         });
         store_results(acc, kRowsPerCall, out + row, op);
       }
     }
     for (; row < end; ++row)
-      out[row] = static_cast<out_t>(op.project(fold_contiguous<scalar_t, acc_t>(data + row * stride, reduce, op)));
+      out[row] = static_cast<out_t>(op.project(fold_contiguous<scalar_t, acc_t>(data + row * stride, reduce, 0, op)));
   });
 }
 
@@ -328,7 +335,7 @@ void reduce_rows(const scalar_t* data, const ReduceLayout& layout, out_t* out,
         const int64_t start = block * kRowBlock;
         *acc = fold_contiguous<scalar_t, acc_t>(
             data + row * layout.batch_stride + start,
-            std::min(kRowBlock, reduce - start), op);
+            std::min(kRowBlock, reduce - start), start, op);
       },
       [&](int64_t row, const acc_t* acc) {
         out[row] = static_cast<out_t>(op.project(*acc));

@@ -99,7 +99,7 @@ __device__ __forceinline__ void block_columns(const ColumnArgs<in_t, acc_t, out_
       acc_t acc[kItems];
 #pragma unroll
       for (int i = 0; i < kItems; ++i) acc[i] = op.identity();
-      fold_rows(acc, loaded[c], count[c], op);
+      fold_rows(acc, loaded[c], count[c], (current.first_chunk + j + c) * kFoldLength + s, op);
 #pragma unroll
       for (int i = 0; i < kItems; ++i)
         slot_values[(parity * kSlots + s) * kStepColumns + c * kColumns + lane * kItems + i] = acc[i];

@@ -41,6 +41,7 @@ struct FlatUnit {
   Vector<in_t> loaded[kSlots];
   int rows;
   bool whole;
+  int64_t first_row;  // of the reduction: the chunk's first (HasPositions)
 };
 
 // Issues a unit's loads, from `base` (its first vector) on, `run` elements
@@ -91,8 +92,9 @@ __device__ __forceinline__ Vector<acc_t, vector_width<in_t>()> fold_flat_unit(co
     for (int i = 0; i < kSlots; ++i) {
 #pragma unroll
       for (int j = 0; j < kWidth; ++j) {
-        const acc_t folded = fold_element(op, acc.value[j], vector_element<acc_t>(unit.loaded[i], j));
         const int row = kSlots * i + static_cast<int>((lane_rows >> (4 * j)) & 0xf);
+        const acc_t folded =
+            fold_element(op, acc.value[j], vector_element<acc_t>(unit.loaded[i], j), unit.first_row + row);
         acc.value[j] = decltype(whole)::value || row < unit.rows ? folded : acc.value[j];
       }
     }
@@ -147,6 +149,7 @@ __global__ void __launch_bounds__(kColumnThreads, 2)
     const int64_t rows = args.reduce - chunk * kFoldLength;
     unit.whole = (chunk > 0 || first_column == 0) && rows > kFoldLength;
     unit.rows = static_cast<int>(rows < kFoldLength ? rows : kFoldLength);
+    unit.first_row = chunk * kFoldLength;
     const int64_t e0 = chunk * kSlots * run + v * kWidth;  // the unit's first element in the batch's frame
     auto relative = [&](int64_t e) { return static_cast<int>(e < -1 ? -1 : e > kSlots * run ? kSlots * run : e); };
     load_flat_unit<kEvictFirst>(unit, args.data + b * args.batch_stride + e0, static_cast<int>(run),

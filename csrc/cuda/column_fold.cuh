@@ -145,11 +145,16 @@ struct ColumnArgs {
 // elements are mapped as the op's are (HasMap below).
 template <typename Op>
 struct Unprojected {
+  static constexpr bool kPositions = HasPositions<Op>::value;
   Op op;
   __device__ __forceinline__ auto identity() const { return op.identity(); }
   template <typename T>
   __device__ __forceinline__ T map(T x) const {
     return map_element(op, x);
+  }
+  template <typename T>
+  __device__ __forceinline__ T at(T x, int64_t position) const {
+    return map_element(op, x, position);
   }
   template <typename T>
   __device__ __forceinline__ T combine(T a, T b) const {
@@ -199,18 +204,20 @@ __device__ __forceinline__ void load_rows(const in_t* base, int64_t stride, int 
 }
 
 // Folds the first `count` loaded rows into acc (one accumulator per column),
-// in row order; rows outer, so that each loaded vector dies once folded. A
+// in row order; loaded[k] is row first_row + k * kSlots of the reduction
+// (HasPositions); rows outer, so that each loaded vector dies once folded. A
 // full chunk folds without predicates, so that ptxas does not sink a load
 // into its predicated fold (and wait for it there).
 template <int kItems, typename in_t, typename acc_t, typename Op>
 __device__ __forceinline__ void fold_rows(acc_t (&acc)[kItems], const Vector<in_t, kItems> (&loaded)[kSlots], int count,
-                                          const Op& op) {
+                                          int64_t first_row, const Op& op) {
   auto fold = [&](int rows) {
 #pragma unroll
     for (int k = 0; k < kSlots; ++k) {
       if (k < rows) {
 #pragma unroll
-        for (int i = 0; i < kItems; ++i) acc[i] = fold_element(op, acc[i], vector_element<acc_t>(loaded[k], i));
+        for (int i = 0; i < kItems; ++i)
+          acc[i] = fold_element(op, acc[i], vector_element<acc_t>(loaded[k], i), first_row + k * kSlots);
       }
     }
   };

@@ -40,11 +40,12 @@ __host__ __device__ constexpr int leaf_slot(int q) { return ((q & 1) << 2) | (q 
 // (benchmarks/probes/short_columns.cu measures the difference).
 // A row is kSpread items of kItems columns, kWarpSize items apart (see
 // short_spread): out + e * kWarpSize * kItems gets item e's. kEvictFirst:
-// the loads ask the L2 to evict their lines first (see load_input).
+// the loads ask the L2 to evict their lines first (see load_input). The
+// chunk's row 0 is row `first_row` of the reduction (HasPositions).
 template <int kChunkRows, int kItems, int kSpread, bool kEvictFirst, typename in_t, typename acc_t, typename out_t,
           typename Op>
-__device__ __forceinline__ void reduce_short_chunk(const in_t* base, int64_t stride, int rows, out_t* out,
-                                                   const Op& op) {
+__device__ __forceinline__ void reduce_short_chunk(const in_t* base, int64_t stride, int64_t first_row, int rows,
+                                                   out_t* out, const Op& op) {
   constexpr int kRowsPerSlot = chunk_rows_per_slot(kChunkRows);
   constexpr int kSlotsRead = chunk_slots_read(kChunkRows);
   // Whether slot s is one the class reads (known at compile time, once unrolled).
@@ -99,8 +100,9 @@ __device__ __forceinline__ void reduce_short_chunk(const in_t* base, int64_t str
           if (!read[j]) continue;
 #pragma unroll
           for (int k = 0; k < kRowsPerSlot; ++k) {
-            const acc_t folded = fold_element(
-                op, leaf[j], vector_element<acc_t>(loaded[j * kRowsPerSlot + k][c / kItems], c % kItems));
+            const acc_t folded =
+                fold_element(op, leaf[j], vector_element<acc_t>(loaded[j * kRowsPerSlot + k][c / kItems], c % kItems),
+                             first_row + leaf_slot(t * kSlotsPerStep + j) + k * kSlots);
             leaf[j] = decltype(full)::value || k < count[j] ? folded : leaf[j];
           }
         }
@@ -157,8 +159,8 @@ __device__ __forceinline__ void reduce_short_chunk(const in_t* base, int64_t str
 // occupancy they did not. Eight slots of at most two columns' accumulators
 // fit the registers that the pending subtrees would.
 template <int kRowsPerSlot, int kItems, typename in_t, typename acc_t, typename out_t, typename Op>
-__device__ __forceinline__ void reduce_narrow_chunk(const in_t* base, int64_t stride, int rows, out_t* out,
-                                                    const Op& op) {
+__device__ __forceinline__ void reduce_narrow_chunk(const in_t* base, int64_t stride, int64_t first_row, int rows,
+                                                    out_t* out, const Op& op) {
   acc_t slot[kSlots][kItems];
 #pragma unroll
   for (int s = 0; s < kSlots; ++s) {
@@ -179,7 +181,9 @@ __device__ __forceinline__ void reduce_narrow_chunk(const in_t* base, int64_t st
       const bool valid = t * kSlots + s < rows;
 #pragma unroll
       for (int i = 0; i < kItems; ++i)
-        slot[s][i] = op.combine(slot[s][i], valid ? map_element(op, vector_element<acc_t>(loaded[s], i)) : op.identity());
+        slot[s][i] = op.combine(
+            slot[s][i],
+            valid ? map_element(op, vector_element<acc_t>(loaded[s], i), first_row + t * kSlots + s) : op.identity());
     }
   }
   Vector<out_t, kItems> result;
@@ -202,22 +206,25 @@ __device__ __forceinline__ void reduce_narrow_chunk(const in_t* base, int64_t st
 // is inlined: called, the 8-bit types' amax and amin spilled.
 template <int kChunkRows, int kItems, int kSpread, bool kEvictFirst, typename in_t, typename acc_t, typename out_t,
           typename Op>
-__device__ __noinline__ void reduce_short_chunk_call(const in_t* base, int64_t stride, int rows, out_t* out, Op op) {
-  reduce_short_chunk<kChunkRows, kItems, kSpread, kEvictFirst, in_t, acc_t>(base, stride, rows, out, op);
+__device__ __noinline__ void reduce_short_chunk_call(const in_t* base, int64_t stride, int64_t first_row, int rows,
+                                                     out_t* out, Op op) {
+  reduce_short_chunk<kChunkRows, kItems, kSpread, kEvictFirst, in_t, acc_t>(base, stride, first_row, rows, out, op);
 }
 
 // One chunk's fold, stored to `out`: in memory order for the NarrowByRows
 // kernels (kMemoryOrder), else inlined for one step (see above).
 template <int kChunkRows, int kItems, int kSpread, bool kEvictFirst, bool kMemoryOrder, typename in_t,
           typename acc_t, typename out_t, typename Op>
-__device__ __forceinline__ void short_chunk(const in_t* base, int64_t stride, int rows, out_t* out, const Op& op) {
+__device__ __forceinline__ void short_chunk(const in_t* base, int64_t stride, int64_t first_row, int rows, out_t* out,
+                                            const Op& op) {
   if constexpr (kMemoryOrder) {
     static_assert(kSpread == 1 && !kEvictFirst, "one narrow item a thread, read by plain loads");
-    reduce_narrow_chunk<chunk_rows_per_slot(kChunkRows), kItems, in_t, acc_t>(base, stride, rows, out, op);
+    reduce_narrow_chunk<chunk_rows_per_slot(kChunkRows), kItems, in_t, acc_t>(base, stride, first_row, rows, out, op);
   } else if constexpr (kChunkRows <= kSlots) {
-    reduce_short_chunk<kChunkRows, kItems, kSpread, kEvictFirst, in_t, acc_t>(base, stride, rows, out, op);
+    reduce_short_chunk<kChunkRows, kItems, kSpread, kEvictFirst, in_t, acc_t>(base, stride, first_row, rows, out, op);
   } else {
-    reduce_short_chunk_call<kChunkRows, kItems, kSpread, kEvictFirst, in_t, acc_t>(base, stride, rows, out, op);
+    reduce_short_chunk_call<kChunkRows, kItems, kSpread, kEvictFirst, in_t, acc_t>(base, stride, first_row, rows, out,
+                                                                                   op);
   }
 }
 
@@ -271,7 +278,7 @@ __device__ __forceinline__ void short_columns(const ColumnArgs<in_t, acc_t, out_
                                   ? args.data + strided_offset(static_cast<uint32_t>(column), column_index)
                                   : args.data + b * args.batch_stride + item * kItems;
       short_chunk<kChunkRows, kItems, kSpread, kEvictFirst, kMemoryOrder, in_t, acc_t>(
-          first_row, args.reduce_stride, rows, out.template at<kIndexed>(column), op);
+          first_row, args.reduce_stride, 0, rows, out.template at<kIndexed>(column), op);
     }
   } else if constexpr (kChunkRows == kFoldLength && !kIndexed) {
     const int64_t chunks = (args.reduce + kFoldLength - 1) / kFoldLength;
@@ -285,8 +292,8 @@ __device__ __forceinline__ void short_columns(const ColumnArgs<in_t, acc_t, out_
       const int64_t first_row = chunk * kFoldLength;
       const int rows = static_cast<int>(args.reduce - first_row < kFoldLength ? args.reduce - first_row : kFoldLength);
       short_chunk<kChunkRows, kItems, kSpread, kEvictFirst, kMemoryOrder, in_t, acc_t>(
-          args.data + b * args.batch_stride + first_row * args.reduce_stride + item * kItems, args.reduce_stride, rows,
-          args.partials + chunk * outputs + b * args.columns + item * kItems, Unprojected<Op>{op});
+          args.data + b * args.batch_stride + first_row * args.reduce_stride + item * kItems, args.reduce_stride,
+          first_row, rows, args.partials + chunk * outputs + b * args.columns + item * kItems, Unprojected<Op>{op});
     }
   }
 }

@@ -81,7 +81,7 @@ __device__ __forceinline__ void fold_chunk(const ColumnArgs<in_t, acc_t, out_t>&
   const int count = load_chunk(args, ref, s, loaded);
 #pragma unroll
   for (int i = 0; i < kItems; ++i) acc[i] = op.identity();
-  fold_rows(acc, loaded, count, op);
+  fold_rows(acc, loaded, count, ref.chunk * kFoldLength + s, op);
   slot_tree_across_lanes(acc, args.row_lanes, op);
 }
 
@@ -186,7 +186,7 @@ __device__ __forceinline__ void tile_two_levels(const ColumnArgs<in_t, acc_t, ou
         acc_t acc[kItems];
 #pragma unroll
         for (int i = 0; i < kItems; ++i) acc[i] = op.identity();
-        fold_rows(acc, loaded[r], count[r], op);
+        fold_rows(acc, loaded[r], count[r], first_row + s + (m + r) * kRoundRows, op);
         if (m + r + kAhead < rounds) count[r] = load_round(m + r + kAhead, loaded[r]);
         slot_tree_across_lanes(acc, row_lanes, op);
         if ((m + r) * kSlots + slot2 < tile_chunks) {

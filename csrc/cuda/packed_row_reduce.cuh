@@ -69,12 +69,13 @@ __global__ void __launch_bounds__(kRowThreads) packed_row_reduce_kernel(PackedRo
 #pragma unroll
           for (int r = 0; r < kRows; ++r)
             results.value[r] =
-                static_cast<out_t>(op.project(fold_elements<acc_t>(loaded[s].value + r * kLength, kLength, op)));
+                static_cast<out_t>(op.project(fold_elements<acc_t>(loaded[s].value + r * kLength, kLength, 0, op)));
           store_vector(args.out + v * kRows, results);
         }
       } else {
         // Every lane shuffles (a row's lanes are all in range or all out).
-        const acc_t item = v < vectors ? fold_vector(op.identity(), loaded[s], op) : op.identity();
+        // Vector v is item v % kLanes of its row.
+        const acc_t item = v < vectors ? fold_vector(op.identity(), loaded[s], v % kLanes * kWidth, op) : op.identity();
         // On the row's first lane, lane ^ i is its item i: folded in order.
         acc_t total = item;
 #pragma unroll
@@ -88,7 +89,7 @@ __global__ void __launch_bounds__(kRowThreads) packed_row_reduce_kernel(PackedRo
     const int64_t thread = blockIdx.x * static_cast<int64_t>(kRowThreads) + threadIdx.x;
     const int64_t tail_row = vectors * kRows + thread;
     if (thread < kRows && tail_row < args.rows) {
-      const acc_t acc = fold_elements<acc_t>(args.data + tail_row * kLength, kLength, op);
+      const acc_t acc = fold_elements<acc_t>(args.data + tail_row * kLength, kLength, 0, op);
       args.out[tail_row] = static_cast<out_t>(op.project(acc));
     }
   }

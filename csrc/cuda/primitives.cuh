@@ -168,26 +168,27 @@ __device__ __forceinline__ int32_t narrow_vector_sum(const Vector<T>& v) {
   return sum;
 }
 
-// Folds the elements of a vector into `acc`, in index order. Integer sums
-// are exact in any order, so narrow integers are added up first.
+// Folds the elements of a vector into `acc`, in index order; the first is
+// at `position` of its reduction (HasPositions). Integer sums are exact in
+// any order, so narrow integers are added up first.
 template <typename acc_t, typename T, typename Op>
-__device__ __forceinline__ acc_t fold_vector(acc_t acc, const Vector<T>& v, const Op& op) {
+__device__ __forceinline__ acc_t fold_vector(acc_t acc, const Vector<T>& v, int64_t position, const Op& op) {
   if constexpr (Op::kCombine == Combine::Add && !HasMap<Op>::value && std::is_same_v<acc_t, int64_t> &&
                 std::is_integral_v<T> && sizeof(T) <= 2) {
     return op.combine(acc, static_cast<acc_t>(narrow_vector_sum(v)));
   } else {
 #pragma unroll
-    for (int i = 0; i < vector_width<T>(); ++i) acc = fold_element(op, acc, vector_element<acc_t>(v, i));
+    for (int i = 0; i < vector_width<T>(); ++i) acc = fold_element(op, acc, vector_element<acc_t>(v, i), position + i);
     return acc;
   }
 }
 
-// Folds `count` consecutive elements into a fresh accumulator, in index
-// order: a row or an item read element by element.
+// Folds `count` consecutive elements, the first at `position`, into a
+// fresh accumulator, in index order: a row or an item read element by element.
 template <typename acc_t, typename T, typename Op>
-__device__ __forceinline__ acc_t fold_elements(const T* x, int64_t count, const Op& op) {
+__device__ __forceinline__ acc_t fold_elements(const T* x, int64_t count, int64_t position, const Op& op) {
   acc_t acc = op.identity();
-  for (int64_t i = 0; i < count; ++i) acc = fold_element(op, acc, static_cast<acc_t>(x[i]));
+  for (int64_t i = 0; i < count; ++i) acc = fold_element(op, acc, static_cast<acc_t>(x[i]), position + i);
   return acc;
 }
 
@@ -214,10 +215,10 @@ __device__ __forceinline__ Elements<T> load_elements(const T* p, int64_t count) 
 }
 
 template <typename acc_t, typename T, typename Op>
-__device__ __forceinline__ acc_t fold_elements(acc_t acc, const Elements<T>& e, const Op& op) {
+__device__ __forceinline__ acc_t fold_elements(acc_t acc, const Elements<T>& e, int64_t position, const Op& op) {
 #pragma unroll
   for (int i = 0; i < vector_width<T>(); ++i)
-    if (i < e.count) acc = fold_element(op, acc, static_cast<acc_t>(e.value[i]));
+    if (i < e.count) acc = fold_element(op, acc, static_cast<acc_t>(e.value[i]), position + i);
   return acc;
 }
 

@@ -154,13 +154,15 @@ __global__ void __launch_bounds__(
       }
     }
   };
-  auto fold_item = [&](const Loaded& loaded) -> acc_t {
+  // Item `item` of its row: its first element is at position item * kWidth.
+  auto fold_item = [&](const Loaded& loaded, int64_t item) -> acc_t {
+    const int64_t position = item * kWidth;
     if constexpr (kVectorized) {
-      return fold_vector(op.identity(), loaded, op);
+      return fold_vector(op.identity(), loaded, position, op);
     } else if constexpr (kShifted) {
-      return fold_elements(op.identity(), shifted_elements(loaded), op);
+      return fold_elements(op.identity(), shifted_elements(loaded), position, op);
     } else {
-      return fold_elements(op.identity(), loaded, op);
+      return fold_elements(op.identity(), loaded, position, op);
     }
   };
 
@@ -202,14 +204,15 @@ __global__ void __launch_bounds__(
             // (unconditional folds: more registers, the loads one or two at a
             // time). So do shifted items, whose loads went out first too but
             // which lost.
-            acc_t folded = fold_item(loaded[u]);
+            acc_t folded = fold_item(loaded[u], base + u * group + lane);
             keep_computed(folded);
             acc[u % kRowSlots] = op.combine(acc[u % kRowSlots], valid ? folded : op.identity());
           } else {
             // The fold stays inside the select: computed before it, even
             // with no keep_computed, ptxas interleaves the eight-load
             // kernels' loads and folds as above (sm_90 SASS).
-            acc[u % kRowSlots] = op.combine(acc[u % kRowSlots], valid ? fold_item(loaded[u]) : op.identity());
+            acc[u % kRowSlots] =
+                op.combine(acc[u % kRowSlots], valid ? fold_item(loaded[u], base + u * group + lane) : op.identity());
           }
         }
       }
@@ -255,7 +258,7 @@ __global__ void __launch_bounds__(
         // conditions are uniform across the warp, as the butterfly needs.
 #pragma unroll
         for (int b = 0; b < kBatch; ++b) {
-          const acc_t slot = valid[b] ? fold_item(loaded[b]) : op.identity();
+          const acc_t slot = valid[b] ? fold_item(loaded[b], k * group + lane) : op.identity();
           row_acc = k == 0 ? slot : op.combine(row_acc, slot);
           if (k == ipl - 1 && r < rows_per_pass) {
             const acc_t total = group_reduce(row_acc, group, op);

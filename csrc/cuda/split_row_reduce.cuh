@@ -82,11 +82,12 @@ __global__ void __launch_bounds__(kSplitThreads)
       return load_vector(body + i * kWidth);
     }
   };
-  auto fold = [&](acc_t acc, const Loaded& loaded) -> acc_t {
+  // Vector i of the body, its first element at position head + i * kWidth.
+  auto fold = [&](acc_t acc, const Loaded& loaded, int64_t i) -> acc_t {
     if constexpr (kGathered) {
-      return fold_elements(acc, loaded, op);
+      return fold_elements(acc, loaded, head + i * kWidth, op);
     } else {
-      return fold_vector(acc, loaded, op);
+      return fold_vector(acc, loaded, head + i * kWidth, op);
     }
   };
 
@@ -96,8 +97,8 @@ __global__ void __launch_bounds__(kSplitThreads)
 
   // Head and tail are each shorter than one vector.
   if (split == 0) {
-    if (tid < head) acc[0] = fold_element(op, acc[0], element(tid));
-    if (tail_start + tid < n) acc[1] = fold_element(op, acc[1], element(tail_start + tid));
+    if (tid < head) acc[0] = fold_element(op, acc[0], element(tid), tid);
+    if (tail_start + tid < n) acc[1] = fold_element(op, acc[1], element(tail_start + tid), tail_start + tid);
   }
 
   // Tiles are dealt round-robin to the row's blocks, so that at any moment
@@ -116,7 +117,7 @@ __global__ void __launch_bounds__(kSplitThreads)
         if (v + u * kSplitThreads < vectors) loaded[u] = load(v + u * kSplitThreads);
       }
 #pragma unroll
-      for (int u = 0; u < kSplitUnroll; ++u) acc[u] = fold(acc[u], loaded[u]);
+      for (int u = 0; u < kSplitUnroll; ++u) acc[u] = fold(acc[u], loaded[u], v + u * kSplitThreads);
     }
   } else {
     // Whole tiles: no bounds checks inside.
@@ -125,14 +126,14 @@ __global__ void __launch_bounds__(kSplitThreads)
 #pragma unroll
       for (int u = 0; u < kSplitUnroll; ++u) loaded[u] = load(v + u * kSplitThreads);
 #pragma unroll
-      for (int u = 0; u < kSplitUnroll; ++u) acc[u] = fold(acc[u], loaded[u]);
+      for (int u = 0; u < kSplitUnroll; ++u) acc[u] = fold(acc[u], loaded[u], v + u * kSplitThreads);
     }
     // The last, partial tile.
     if (v < vectors) {
 #pragma unroll
       for (int u = 0; u < kSplitUnroll; ++u) {
         const int64_t i = v + u * kSplitThreads;
-        if (i < vectors) acc[u] = fold(acc[u], load(i));
+        if (i < vectors) acc[u] = fold(acc[u], load(i), i);
       }
     }
   }

@@ -123,7 +123,9 @@ __global__ void __launch_bounds__(kRowThreads)
         for (int s = 0; s < kRowSlots; ++s) {
           // An item as row_reduce_kernel folds one read element by element.
           const int item = step + s * group + lane;
-          acc[s] = op.combine(acc[s], item < items ? fold_elements(op.identity(), load_elements(p + item * kWidth, length - item * kWidth), op)
+          acc[s] = op.combine(acc[s], item < items ? fold_elements(op.identity(),
+                                                                   load_elements(p + item * kWidth, length - item * kWidth),
+                                                                   item * kWidth, op)
                                                    : op.identity());
         }
       }

@@ -50,7 +50,8 @@ struct OpCall {
   double weight = 1;  // how many times each element counts
   bool reads_input = true;
   bool writes_result = true;
-  bool root = false;  // std, by var's kernels: the result's square root
+  bool root = false;      // std, by var's kernels: the result's square root
+  bool smallest = false;  // argmin, by argmax's kernels: the smallest value's index
 };
 
 // Whether an accumulator is a struct of several values (var's mean, M2 and
@@ -74,6 +75,18 @@ struct DtypePlan {
 // integers added first for an integer Add). Other: only combine() is known.
 enum class Combine { Add, Max, Min, Other };
 
+// An op whose elements count by their place (argmax: of equal values, the
+// first): Op::kPositions, and op.at(x, position), the element x as the
+// accumulator it contributes at `position`, its index in the reduction of
+// its output (0 to count - 1, in the input's logical order: the front end
+// reads such ops' reduced dim in that order). The kernels fold every input
+// element through the forms below, which give the other ops' ops objects
+// what they gave before (the position is then dead code).
+template <typename Op, typename = void>
+struct HasPositions : std::false_type {};
+template <typename Op>
+struct HasPositions<Op, std::void_t<decltype(Op::kPositions)>> : std::integral_constant<bool, Op::kPositions> {};
+
 // An input element folded into an accumulator: op.map(x) where the op has
 // an element step, else x itself.
 template <typename Op, typename = void>
@@ -83,6 +96,7 @@ struct HasMap<Op, std::void_t<decltype(&Op::map)>> : std::true_type {};
 
 template <typename Op, typename acc_t>
 C10_HOST_DEVICE C10_ALWAYS_INLINE acc_t map_element(const Op& op, acc_t x) {
+  static_assert(!HasPositions<Op>::value, "an op of positions folds its elements with their positions");
   if constexpr (HasMap<Op>::value) return op.map(x);
   else return x;
 }
@@ -90,11 +104,23 @@ template <typename Op, typename acc_t>
 C10_HOST_DEVICE C10_ALWAYS_INLINE acc_t fold_element(const Op& op, acc_t acc, acc_t x) {
   return op.combine(acc, map_element(op, x));
 }
+// The same, for an element at `position` (HasPositions above).
+template <typename Op, typename acc_t>
+C10_HOST_DEVICE C10_ALWAYS_INLINE acc_t map_element(const Op& op, acc_t x, int64_t position) {
+  if constexpr (HasPositions<Op>::value) return op.at(x, position);
+  else if constexpr (HasMap<Op>::value) return op.map(x);
+  else return x;
+}
+template <typename Op, typename acc_t>
+C10_HOST_DEVICE C10_ALWAYS_INLINE acc_t fold_element(const Op& op, acc_t acc, acc_t x, int64_t position) {
+  return op.combine(acc, map_element(op, x, position));
+}
 // The op for a pass that reads another pass's partials (accumulators): an
-// op with a map leaves them unmapped (Op::reading_partials()).
+// op with a map leaves them unmapped, an op of positions keeps their
+// positions (Op::reading_partials()).
 template <typename Op>
 Op reading_partials(const Op& op) {
-  if constexpr (HasMap<Op>::value) return op.reading_partials();
+  if constexpr (HasMap<Op>::value || HasPositions<Op>::value) return op.reading_partials();
   else return op;
 }
 
