@@ -42,12 +42,17 @@ DistinctValues cut_expanded_dims(const at::Tensor& input, const std::vector<bool
 // first such dim as the caller wrote it.
 void check_identity_not_needed(const OpSemantics& op, const at::Tensor& self, at::OptionalIntArrayRef dim,
                                bool all_dims) {
+  // torch's ops of one dim (argmax, argmin) say it shorter, as an IndexError.
+  TORCH_CHECK_INDEX(!all_dims || !op.positions, op.name,
+                    "(): Expected reduction dim to be specified for input.numel() == 0.");
   TORCH_CHECK(!all_dims, op.name,
               "(): Expected reduction dim to be specified for input.numel() == 0. "
               "Specify the reduction dim with the 'dim' argument.");
   for (const int64_t d : *dim) {
-    TORCH_CHECK_INDEX(self.size(at::maybe_wrap_dim(d, self.dim())) != 0, op.name,
-                      "(): Expected reduction dim ", d, " to have non-zero size.");
+    const int64_t wrapped = at::maybe_wrap_dim(d, self.dim());
+    // torch's amax names the dim as written, its argmax wrapped.
+    TORCH_CHECK_INDEX(self.size(wrapped) != 0, op.name, "(): Expected reduction dim ", op.positions ? wrapped : d,
+                      " to have non-zero size.");
   }
 }
 

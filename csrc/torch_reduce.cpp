@@ -43,6 +43,16 @@ std::vector<std::string> empty_dims_reduce_nothing() {
   return names;
 }
 
+// The ops that reduce one dim or every dim (kPositions: argmax, argmin).
+std::vector<std::string> one_dim_ops() {
+  std::vector<std::string> names;
+#define TORCH_REDUCE_ONE_DIM(name, Spec, families) \
+  if (HasPositions<Spec>::value) names.push_back(#name);
+  TORCH_REDUCE_FOR_EACH_OP(TORCH_REDUCE_ONE_DIM)
+#undef TORCH_REDUCE_ONE_DIM
+  return names;
+}
+
 TORCH_LIBRARY(torch_reduce, m) {
 #define TORCH_REDUCE_DEFINE(name, Spec, families) m.def(Spec::kSchema);
   TORCH_REDUCE_FOR_EACH_OP(TORCH_REDUCE_DEFINE)
@@ -50,6 +60,7 @@ TORCH_LIBRARY(torch_reduce, m) {
   m.def("algorithms() -> str[]", &algorithms);
   m.def("built_with_cuda() -> bool", &built_with_cuda);
   m.def("empty_dims_reduce_nothing() -> str[]", &empty_dims_reduce_nothing);
+  m.def("one_dim_ops() -> str[]", &one_dim_ops);
   m.def("explain(Tensor self, str op, int[1]? dim=None, bool keepdim=False, ScalarType? dtype=None, "
         "str? device=None) -> str",
         &explain);

@@ -83,6 +83,8 @@ class Op:
     #: The op returns a tuple (var_mean: the variance and the mean); the entry is its result of this
     #: index, in the wrapper, the torch.ops call and the reference alike.
     result: Optional[int] = None
+    #: The op reduces one dim or every dim, as torch.argmax: a test of several dims leaves it out.
+    one_dim: bool = False
 
     @property
     def empty_raises(self):
@@ -199,6 +201,12 @@ OPS = {
         # (up to 2 ulps) to the sum's.
         Op("logsumexp", torch_reduce.ops._logsumexp, takes_dtype=False, dtypes=tuple(ALL_DTYPES),
            empty_result=-math.inf, exact=False, all_dims=(), rounding_budgets=4),
+        # argmax and argmin: the index of the first largest (smallest) element, NaN the largest and
+        # the smallest; exact. torch's take one dim (or none) and refuse bool.
+        Op("argmax", torch_reduce.ops._REFERENCES["argmax"], takes_dtype=False, dtypes=tuple(FLOAT_DTYPES + INT_DTYPES),
+           empty_result=None, exact=True, all_dims=None, differentiable=False, one_dim=True),
+        Op("argmin", torch_reduce.ops._REFERENCES["argmin"], takes_dtype=False, dtypes=tuple(FLOAT_DTYPES + INT_DTYPES),
+           empty_result=None, exact=True, all_dims=None, differentiable=False, one_dim=True),
     ]
 }
 ALL_OPS = list(OPS)

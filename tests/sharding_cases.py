@@ -29,7 +29,7 @@ from conftest import assert_matches_reference, make_tensor
 #: the ranks' results (var, std, logsumexp), and DTensor redistributes the input first.
 PARTIAL_OF = {"sum": "sum", "mean": "sum", "amax": "max", "amin": "min", "prod": "product", "any": "max", "all": "min",
               "vector_norm": "2-norm", "vector_norm_inf": "max", "var": None, "std": None, "logsumexp": None,
-              "var_mean": None, "std_mean_mean": None}
+              "var_mean": None, "std_mean_mean": None, "argmax": None, "argmin": None}
 
 
 def _torch_takes(op, dtype, dtype_argument):
@@ -126,8 +126,14 @@ def _four_rank_cases():
     return mesh_2d + gradients + empty_shards
 
 
+def _taken(case):
+    """An op of one dim (argmax) is not called with several."""
+    return not (OPS[case.op].one_dim and isinstance(case.dim, tuple) and len(case.dim) > 1)
+
+
 #: The cases of each process group, by its number of ranks.
-CASES = {2: _value_cases() + _gradient_cases(), 4: _four_rank_cases()}
+CASES = {2: [c for c in _value_cases() + _gradient_cases() if _taken(c)],
+         4: [c for c in _four_rank_cases() if _taken(c)]}
 
 
 # --------------------------------------------------------------------------- #

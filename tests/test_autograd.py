@@ -174,11 +174,11 @@ def test_gradient_of_empty(device, op):
 
 @pytest.mark.parametrize("op", [op for op in ALL_OPS if op not in GRAD_OPS])
 def test_no_gradient_for_bool_results(device, op):
-    """any and all of an input that requires grad: a result without a gradient or a tangent, as
-    torch's."""
+    """any and all (bool results), argmax and argmin (int64) of an input that requires grad: a
+    result without a gradient or a tangent, as torch's."""
     x = torch.randn(3, 4, device=device, requires_grad=True)
     y = OPS[op].fn(x, 1)
-    assert not y.requires_grad and y.dtype == torch.bool
+    assert not y.requires_grad and y.dtype == torch_reference(op, x.detach(), 1).dtype
     with fwAD.dual_level():
         dual = OPS[op].fn(fwAD.make_dual(x.detach(), torch.randn(3, 4, device=device)), 1)
         assert fwAD.unpack_dual(dual).tangent is None

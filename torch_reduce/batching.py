@@ -13,7 +13,7 @@ from typing import Callable, List, Optional, Sequence
 
 import torch
 
-from .ops import OPS, bind_arguments, reduces_no_dim
+from .ops import OPS, ONE_DIM_OPS, bind_arguments, reduces_no_dim
 
 
 def _wrap_dim(dim: int, rank: int) -> int:
@@ -36,6 +36,9 @@ def _batch_dims(dim: Optional[Sequence[int]], rank: int) -> List[int]:
 
 
 def _make_rule(op: torch._ops.OpOverload, name: str) -> Callable:
+    # An op that takes one dim (argmax: `int[1]?` with its kernels' rule) reduces every dim as
+    # the flattened sample.
+    one_dim = name in ONE_DIM_OPS
     # The batch dim of each result: a tuple for an op of several (var_mean's).
     results = len(op._schema.returns)
     batched, unbatched = (0 if results == 1 else (0,) * results), (None if results == 1 else (None,) * results)
@@ -54,6 +57,10 @@ def _make_rule(op: torch._ops.OpOverload, name: str) -> Callable:
             # Each element on its own (any, all): the batch as it is.
             return op(batch, dim=dim, keepdim=keepdim, **kwargs), batched
         rank = batch.dim() - 1
+        if one_dim and not dim and rank > 1:
+            # Every dim of an op of one dim (argmax): the sample's elements in their order, as one.
+            result = op(batch.flatten(1), dim=[1], keepdim=keepdim, **kwargs)
+            return (result.view([batch.shape[0]] + [1] * rank) if keepdim else result), batched
         dims = _batch_dims(dim, rank)
         if rank == 0:
             # Each sample is one element: reduce it over a dim of size 1, so

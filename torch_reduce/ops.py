@@ -226,6 +226,10 @@ OPS: List[str] = _op_names()
 EMPTY_DIMS_REDUCE_NOTHING = frozenset(torch.ops.torch_reduce.empty_dims_reduce_nothing())
 
 
+#: The ops that reduce one dim or every dim (argmax, argmin), whose every dim is the flattened input.
+ONE_DIM_OPS = frozenset(torch.ops.torch_reduce.one_dim_ops())
+
+
 def reduces_no_dim(name: str, dim: Optional[Sequence[int]]) -> bool:
     """Whether op `name` called with `dim` (as its schema takes it) reduces no dim."""
     return dim is not None and len(dim) == 0 and name in EMPTY_DIMS_REDUCE_NOTHING
