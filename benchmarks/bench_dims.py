@@ -1,5 +1,5 @@
 """Reductions over one dimension: torch_reduce's ops (sum, mean, amax, amin, prod, any, all, var,
-std, var_mean, std_mean, logsumexp, vector_norm) against torch's (vector_norm: the 2-norm, against
+std, var_mean, std_mean, logsumexp, argmax, argmin, vector_norm) against torch's (vector_norm: the 2-norm, against
 torch.linalg.vector_norm), on 2-D shapes from square to very short or very long rows, over
 dim=-1 (rows) and dim=0 (columns), and on request over every dim.
 
@@ -50,7 +50,7 @@ def _torch_prod(x, dim):  # torch.prod takes no dim=None
 TORCH_OPS = {"prod": _torch_prod, "logsumexp": getattr(torch_reduce.ops, "_logsumexp", None)}
 OPS = {name: (getattr(torch_reduce, name), TORCH_OPS.get(name, getattr(torch, name)))
        for name in ("sum", "mean", "amax", "amin", "prod", "any", "all", "var", "std", "var_mean", "std_mean",
-                    "logsumexp")
+                    "logsumexp", "argmax", "argmin")
        if hasattr(torch_reduce, name)}
 if hasattr(torch_reduce, "vector_norm"):
     OPS["vector_norm"] = (lambda x, dim: torch_reduce.vector_norm(x, 2, dim),
@@ -122,8 +122,9 @@ def bench_shape(shape: tuple, dtype_name: str, ops: list, dims: list, device, in
         for op in ops:
             ours, theirs = OPS[op]
             outputs = 1 if dim is None else x.numel() // shape[dim]
-            # any and all write bools.
-            out_bytes = outputs * (1 if op in ("any", "all") else x.element_size()) * (2 if op in PAIRS else 1)
+            # any and all write bools, argmax and argmin int64.
+            element = 1 if op in ("any", "all") else 8 if op in ("argmax", "argmin") else x.element_size()
+            out_bytes = outputs * element * (2 if op in PAIRS else 1)
             if read is not None and out_bytes not in read_writes:
                 read_writes[out_bytes] = plain_read.measure_read_write(x, out_bytes, info)
             read_write = read_writes.get(out_bytes)

@@ -94,7 +94,7 @@ def _assert_same_bits(actual, expected, bitwise_equal):
 def _calls(op):
     """How the one-op model calls `op`: (dim, keepdim, kwargs) for every dim, the last dim, two dims
     kept, and dtype= where the op takes it."""
-    calls = [(None, False, {}), (-1, False, {}), ((0, 2), True, {})]
+    calls = [(None, False, {}), (-1, False, {}), (2 if OPS[op].one_dim else (0, 2), True, {})]
     if OPS[op].takes_dtype:
         calls.append((1, False, {"dtype": torch.float64}))
     return calls
@@ -192,7 +192,7 @@ def _package_texts(path):
 def test_aoti_package_calls_our_ops_by_name(every_op_package):
     """The package's generated code calls each torch_reduce op of the model through the proxy
     executor, which finds it by name in the dispatcher at run time: the JSON it reads lists the
-    fourteen calls. No reduction of torch's own (an aten sum, mean, amax or amin through the C shim) stands in
+    sixteen calls. No reduction of torch's own (an aten sum, mean, amax or amin through the C shim) stands in
     for one of them."""
     _, path = every_op_package
     texts = _package_texts(path)
@@ -203,12 +203,12 @@ def test_aoti_package_calls_our_ops_by_name(every_op_package):
         ["torch_reduce::sum", "torch_reduce::mean", "torch_reduce::amax", "torch_reduce::amin", "torch_reduce::sum",
          "torch_reduce::prod", "torch_reduce::any", "torch_reduce::all", "torch_reduce::vector_norm",
          "torch_reduce::var", "torch_reduce::std", "torch_reduce::logsumexp", "torch_reduce::var_mean",
-         "torch_reduce::std_mean"]
+         "torch_reduce::std_mean", "torch_reduce::argmax", "torch_reduce::argmin"]
     )
     code = "\n".join(text for name, text in texts.items() if name.endswith(".cpp"))
     assert "proxy_executor_call_function" in code
     assert not re.search(r"aoti_torch_(cpu|cuda)_(sum|mean|amax|amin|prod|any|all|linalg_vector_norm|var|std|logsumexp|"
-                         r"var_mean|std_mean)\b",
+                         r"var_mean|std_mean|argmax|argmin)\b",
                          code)
 
 

@@ -75,6 +75,8 @@ def test_wrappers_take_the_dim_forms_torch_takes(device, op, form, keepdim, make
     x = make_input((3, 4, 5), torch.float32, device)
     dim = TAKEN_DIMS[form]()
     dims = torch.as_tensor(dim).reshape(-1).tolist()
+    if SPECS[op].one_dim and len(dims) > 1:
+        pytest.skip(f"{op} takes one dim")
     reference = SPECS[op].fn(x, dims, keepdim)
     bitwise_equal(SPECS[op].fn(x, dim, keepdim), reference)
     bitwise_equal(SPECS[op].fn(x, dim=dim, keepdim=keepdim), reference)

@@ -36,6 +36,8 @@ class EveryOp(torch.nn.Module):
             torch_reduce.logsumexp(x, 1),
             *torch_reduce.var_mean(x, 0),
             *torch_reduce.std_mean(x, 1, correction=0, keepdim=True),
+            torch_reduce.argmax(x, 1),
+            torch_reduce.argmin(x, keepdim=True),
         )
 
 

@@ -73,11 +73,14 @@ int run(int argc, char** argv) {
   call_op(expected, "torch_reduce::logsumexp", {x, std::vector<int64_t>{1}, false});
   call_op(expected, "torch_reduce::var_mean", {x, std::vector<int64_t>{0}, false, 1.0});
   call_op(expected, "torch_reduce::std_mean", {x, std::vector<int64_t>{1}, true, 0.0});
+  call_op(expected, "torch_reduce::argmax", {x, std::vector<int64_t>{1}, false});
+  call_op(expected, "torch_reduce::argmin", {x, none, true});
   const char* names[] = {"sum(x, 1)", "mean(x, -1, keepdim)", "amax(x, 0)", "amin(x, (0, 1))",
                          "sum(x, dtype=float64)", "prod(x, 1)", "any(x, 0)", "all(x, (0, 1))",
                          "vector_norm(x, 3, 1)", "var(x, 1, correction=0)", "std(x, (0, 1), keepdim)",
                          "logsumexp(x, 1)", "var_mean(x, 0): var", "var_mean(x, 0): mean",
-                         "std_mean(x, 1, correction=0, keepdim): std", "std_mean(x, 1, correction=0, keepdim): mean"};
+                         "std_mean(x, 1, correction=0, keepdim): std", "std_mean(x, 1, correction=0, keepdim): mean",
+                         "argmax(x, 1)", "argmin(x, keepdim)"};
 
   bool ok = outputs.size() == expected.size();
   for (size_t i = 0; ok && i < outputs.size(); ++i) {
