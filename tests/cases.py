@@ -90,6 +90,10 @@ class Op:
     def empty_raises(self):
         return self.empty_result is None
 
+    def takes(self, dim):
+        """Whether the op is called with dim: an op of one dim is not called with several."""
+        return not (self.one_dim and isinstance(dim, (tuple, list)) and len(dim) > 1)
+
     @property
     def fn(self):
         """The Python wrapper: torch_reduce.<op>, called as (input, dim, keepdim, ...)."""

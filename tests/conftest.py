@@ -74,10 +74,6 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("device", DEVICES)
 
 
-def _several_dims(dim):
-    return isinstance(dim, (tuple, list)) and len(dim) > 1
-
-
 def pytest_collection_modifyitems(config, items):
     """An op of one dim (argmax: cases.Op.one_dim) is not called with several: the tests that
     take a dim parameter leave those cases out (tests/test_argmax.py checks its TypeError)."""
@@ -85,8 +81,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         op = params.get("op")
-        one_dim = isinstance(op, str) and op in OPS and OPS[op].one_dim
-        (left_out if one_dim and _several_dims(params.get("dim")) else kept).append(item)
+        taken = not (isinstance(op, str) and op in OPS) or OPS[op].takes(params.get("dim"))
+        (kept if taken else left_out).append(item)
     if left_out:
         config.hook.pytest_deselected(items=left_out)
         items[:] = kept

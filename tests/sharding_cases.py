@@ -126,14 +126,9 @@ def _four_rank_cases():
     return mesh_2d + gradients + empty_shards
 
 
-def _taken(case):
-    """An op of one dim (argmax) is not called with several."""
-    return not (OPS[case.op].one_dim and isinstance(case.dim, tuple) and len(case.dim) > 1)
-
-
 #: The cases of each process group, by its number of ranks.
-CASES = {2: [c for c in _value_cases() + _gradient_cases() if _taken(c)],
-         4: [c for c in _four_rank_cases() if _taken(c)]}
+CASES = {2: [c for c in _value_cases() + _gradient_cases() if OPS[c.op].takes(c.dim)],
+         4: [c for c in _four_rank_cases() if OPS[c.op].takes(c.dim)]}
 
 
 # --------------------------------------------------------------------------- #
