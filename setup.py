@@ -60,7 +60,10 @@ CompilerGuard(os.path.join(ROOT, "build")).skip_known_failures()
 # No contraction of a * b + c into one fused multiply-add: the CPU kernels are
 # compiled for the baseline ISA, AVX2 and AVX-512 (csrc/cpu/vector_isa.h), and
 # where only some of them fuse, results would depend on the processor.
-cxx_flags = ["-O3", "-ffp-contract=off"]
+# No debug information (-g0 overrides the -g of Python's own CFLAGS): for the
+# kernels' many template instantiations it took a third of the CPU sources'
+# compile time and nine tenths of their objects' size (docs/INSTALL.md).
+cxx_flags = ["-O3", "-ffp-contract=off", "-g0"]
 link_flags = []
 if sys.platform.startswith("linux"):
     # ATen's at::parallel_for is an OpenMP loop in the headers: without
