@@ -4,11 +4,11 @@
 # installs the wheel into a fresh virtual environment and runs tests against
 # it from outside the source tree. Arguments go to pytest.
 #   WHEEL_TESTS: the test files, in tests/ (default: those of what installing
-#                changes -- finding and loading the package and its library, the
-#                Python entry points, every op's semantics, torch's subsystems and
+#                changes -- finding and loading the package and its library, every
+#                op through the Python entry points, torch's subsystems and
 #                deployment through the installed library; the wheel holds the
-#                in-place build's objects, which the whole suite has just tested);
-#                "all" for the whole suite
+#                in-place build's objects, whose semantics the whole suite has just
+#                tested); "all" for the whole suite
 #   WHEEL_TORCH=install (default): pip installs the torch the wheel requires
 #                                  into the fresh environment
 #   WHEEL_TORCH=borrow:            the fresh environment sees this Python's torch
@@ -46,7 +46,7 @@ assert where.startswith(sysconfig.get_paths()["purelib"]), f"torch_reduce import
 print("== testing the installed wheel:", torch_reduce.__version__, "from", where)
 print("   build_info:", torch_reduce.build_info())
 PY
-wheel_tests="${WHEEL_TESTS:-test_package.py test_python_entry.py test_semantics.py test_models.py test_export.py test_autograd.py test_func.py test_explain.py}"
+wheel_tests="${WHEEL_TESTS:-test_package.py test_python_entry.py test_models.py test_export.py test_autograd.py test_func.py test_explain.py}"
 if [ "$wheel_tests" = all ]; then
   targets=("$ROOT/tests")
 else
