@@ -36,8 +36,9 @@ struct IsStructAccumulator<ValueAndIndex<T>> : std::true_type {};
 
 // `Self` (ArgMax or ArgMin) brings kName, kSchema and kLargest; argmin
 // runs argmax's kernels (Kernels), told the direction by OpCall::smallest.
+// The result, int64, has no gradient.
 template <typename Self>
-struct ArgExtremum {
+struct ArgExtremum : WithoutGradient<Self> {
   using Signature = at::Tensor(const at::Tensor&, at::OptionalIntArrayRef, bool);
 
   // The larger (smaller) value wins, a NaN over any number, and of equal
@@ -110,16 +111,6 @@ struct ArgExtremum {
   template <typename Handle>
   static at::Tensor call_common(const Handle& op, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
     return op.call(self, dim, keepdim);
-  }
-
-  // An int64 result has no gradient: autograd never calls these.
-  static constexpr bool kBackwardSavesTensors = false;
-  static at::Tensor backward(const Gradient&) {
-    TORCH_INTERNAL_ASSERT(false, "torch_reduce.", Self::kName, ": its result has no gradient");
-  }
-  template <typename SameOp>
-  static at::Tensor tangent(const Tangent&, const at::Tensor&, const SameOp&) {
-    TORCH_INTERNAL_ASSERT(false, "torch_reduce.", Self::kName, ": its result has no tangent");
   }
 };
 

@@ -54,6 +54,20 @@ struct Tangent {
   double scalar;  // as Gradient's
 };
 
+// The gradient formulas of an op whose result (bool, int64) has none:
+// autograd never calls them. `Self` brings kName.
+template <typename Self>
+struct WithoutGradient {
+  static constexpr bool kBackwardSavesTensors = false;
+  static at::Tensor backward(const Gradient&) {
+    TORCH_INTERNAL_ASSERT(false, "torch_reduce.", Self::kName, ": its result has no gradient");
+  }
+  template <typename SameOp>
+  static at::Tensor tangent(const Tangent&, const at::Tensor&, const SameOp&) {
+    TORCH_INTERNAL_ASSERT(false, "torch_reduce.", Self::kName, ": its result has no tangent");
+  }
+};
+
 // Where an op's arguments put dim (keepdim follows it) and its scalar
 // argument: (self, dim, keepdim, ...) and none, unless the ops object says
 // otherwise (kDimArg, kScalarArg: vector_norm's (self, ord, dim, keepdim),

@@ -9,8 +9,9 @@
 namespace torch_reduce {
 
 // `Self` (Any or All) brings kName and kSchema; kAny picks the connective.
+// The result, bool (or uint8), has no gradient.
 template <typename Self, bool kAny>
-struct Logical {
+struct Logical : WithoutGradient<Self> {
   using Signature = at::Tensor(const at::Tensor&, at::OptionalIntArrayRef, bool);
 
   // The accumulator is the input's (compared) type holding 0 or 1: an
@@ -56,16 +57,6 @@ struct Logical {
   template <typename Handle>
   static at::Tensor call_common(const Handle& op, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
     return op.call(self, dim, keepdim);
-  }
-
-  // A bool (or uint8) result has no gradient: autograd never calls these.
-  static constexpr bool kBackwardSavesTensors = false;
-  static at::Tensor backward(const Gradient&) {
-    TORCH_INTERNAL_ASSERT(false, "torch_reduce.", Self::kName, ": its result has no gradient");
-  }
-  template <typename SameOp>
-  static at::Tensor tangent(const Tangent&, const at::Tensor&, const SameOp&) {
-    TORCH_INTERNAL_ASSERT(false, "torch_reduce.", Self::kName, ": its result has no tangent");
   }
 };
 
