@@ -274,11 +274,12 @@ __device__ __forceinline__ void short_columns(const ColumnArgs<in_t, acc_t, out_
       const int64_t item = unit_first_item<kSpread>(w % units, args.items);
       const int64_t b = w / units;
       const int64_t column = b * args.columns + item * kItems;
-      const in_t* first_row = kIndexed && column_index.dims != 0
-                                  ? args.data + strided_offset(static_cast<uint32_t>(column), column_index)
-                                  : args.data + b * args.batch_stride + item * kItems;
+      const in_t* base = kIndexed && column_index.dims != 0
+                             ? args.data + strided_offset(static_cast<uint32_t>(column), column_index)
+                             : args.data + b * args.batch_stride + item * kItems;
+      // The whole column is one chunk: its first row is the reduction's row 0.
       short_chunk<kChunkRows, kItems, kSpread, kEvictFirst, kMemoryOrder, in_t, acc_t>(
-          first_row, args.reduce_stride, 0, rows, out.template at<kIndexed>(column), op);
+          base, args.reduce_stride, 0, rows, out.template at<kIndexed>(column), op);
     }
   } else if constexpr (kChunkRows == kFoldLength && !kIndexed) {
     const int64_t chunks = (args.reduce + kFoldLength - 1) / kFoldLength;
