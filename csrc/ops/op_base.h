@@ -34,6 +34,7 @@
 #include <limits>
 #include <optional>
 #include <type_traits>
+#include <utility>
 
 namespace torch_reduce {
 
@@ -100,9 +101,21 @@ C10_HOST_DEVICE C10_ALWAYS_INLINE acc_t map_element(const Op& op, acc_t x) {
   if constexpr (HasMap<Op>::value) return op.map(x);
   else return x;
 }
+// An op may also fold an element by a step of its own, cheaper than the
+// combine of a one-element accumulator (logsumexp's: the element against
+// the state's maximum, one exp): op.fold(acc, x), x the element converted
+// to acc_t (or, for an op that reads partials, a partial).
+template <typename Op, typename acc_t, typename = void>
+struct HasFold : std::false_type {};
+template <typename Op, typename acc_t>
+struct HasFold<Op, acc_t,
+               std::void_t<decltype(std::declval<const Op&>().fold(std::declval<acc_t>(), std::declval<acc_t>()))>>
+    : std::true_type {};
+
 template <typename Op, typename acc_t>
 C10_HOST_DEVICE C10_ALWAYS_INLINE acc_t fold_element(const Op& op, acc_t acc, acc_t x) {
-  return op.combine(acc, map_element(op, x));
+  if constexpr (HasFold<Op, acc_t>::value) return op.fold(acc, x);
+  else return op.combine(acc, map_element(op, x));
 }
 // The same, for an element at `position` (HasPositions above).
 template <typename Op, typename acc_t>
@@ -113,7 +126,9 @@ C10_HOST_DEVICE C10_ALWAYS_INLINE acc_t map_element(const Op& op, acc_t x, int64
 }
 template <typename Op, typename acc_t>
 C10_HOST_DEVICE C10_ALWAYS_INLINE acc_t fold_element(const Op& op, acc_t acc, acc_t x, int64_t position) {
-  return op.combine(acc, map_element(op, x, position));
+  static_assert(!(HasFold<Op, acc_t>::value && HasPositions<Op>::value), "an op's own fold takes no positions");
+  if constexpr (HasFold<Op, acc_t>::value) return op.fold(acc, x);
+  else return op.combine(acc, map_element(op, x, position));
 }
 // The op for a pass that reads another pass's partials (accumulators): an
 // op with a map leaves them unmapped, an op of positions keeps their
