@@ -22,7 +22,7 @@ def _cases(path):
             key = (row["dtype"], row["elements"])
             ours, torch = row["timings"]["torch_reduce.sum"], row["timings"]["torch.sum"]
         else:  # bench_dims.py
-            key = (row["dtype"], "x".join(map(str, row["shape"])), row["dim"], row["op"])
+            key = (row["dtype"], "x".join(map(str, row["shape"])), str(row["dim"]), row["op"])
             ours, torch = row["ours"], row["torch"]
         if ours.get("us") and torch.get("us"):
             cases[key] = (ours["us"], torch["us"])
