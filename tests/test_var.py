@@ -41,6 +41,20 @@ def test_small_spread_beside_a_large_mean(op, device):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("op", OPS)
+def test_a_first_element_far_from_the_rest(op, device):
+    """A row and a column of zeros before float32 values near 1000 (spread 3): the first element
+    a fold deviates from is far from the mean of the elements after it."""
+    ours, _ = OPS[op]
+    x = 1000 + 3 * torch.randn(4099, 257, dtype=torch.float64)
+    x[0], x[:, 0] = 0, 0
+    for dim in (0, 1, None):
+        actual = ours(x.float().to(device), dim)
+        expected = getattr(torch, op)(x, dim).float().to(device)
+        torch.testing.assert_close(actual, expected, rtol=2e-5, atol=0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", OPS)
 def test_infinities_and_nan_as_torch(op, device):
     ours, theirs = OPS[op]
     inf, nan = math.inf, math.nan
