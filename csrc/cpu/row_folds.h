@@ -169,6 +169,15 @@ C10_ALWAYS_INLINE acc_t fold_contiguous(const scalar_t* x, int64_t n, int64_t fi
 // blends, not branches on the data).
 constexpr int kShortRowLengths = 8;
 
+// Rows folded in sequence (fold_short_rows) rather than by fold_run's lanes:
+// those shorter than one set of lanes and, for a struct accumulator, rows
+// of up to kRun elements. Its lanes are scalar code (no vector holds the
+// state), there only to break the chain of combines, which kRowsTogether
+// rows folded side by side break as well; in sequence a row skips the
+// lanes' tree.
+template <typename acc_t>
+constexpr int64_t kSequenceRowsMax = kStructAccumulator<acc_t> ? kRun : kLanes<acc_t> - 1;
+
 // Rows of a run-time length go kRowsTogether at a time, each still folded
 // in sequence: one row is a chain of dependent combines, which alone left
 // the core waiting on each one's latency.
@@ -266,10 +275,12 @@ void fold_short_rows_of_length(Isa isa, const scalar_t* data, int64_t stride, in
   fold_short_rows<kMax, scalar_t, acc_t>(isa, data, stride, length, begin, end, out, op);
 }
 
-// Rows shorter than kLanes<acc_t> (fold_short_rows' buffer of widened half).
+// Rows of up to kSequenceRowsMax elements (fold_short_rows' buffer of
+// widened half holds fewer than kLanes: a struct accumulator's elements are
+// not widened by vector).
 template <typename scalar_t, typename acc_t, typename out_t, typename Op>
 void reduce_short_rows(const scalar_t* data, const ReduceLayout& layout, out_t* out, const Op& op) {
-  TORCH_INTERNAL_ASSERT_DEBUG_ONLY(layout.reduce < kLanes<acc_t>);  // reduce_rows' test, restated
+  TORCH_INTERNAL_ASSERT_DEBUG_ONLY(layout.reduce <= kSequenceRowsMax<acc_t>);  // reduce_rows' test, restated
   const int64_t grain = ceil_div(at::internal::GRAIN_SIZE, layout.reduce);
   at::parallel_for(0, layout.batch, grain, [&](int64_t begin, int64_t end) {
     run_vectorised([&](auto isa) {
@@ -326,7 +337,7 @@ template <typename scalar_t, typename acc_t, typename out_t, typename Op>
 void reduce_rows(const scalar_t* data, const ReduceLayout& layout, out_t* out,
                  const Op& op) {
   const int64_t reduce = layout.reduce;
-  if (reduce < kLanes<acc_t>) return reduce_short_rows<scalar_t, acc_t, out_t>(data, layout, out, op);
+  if (reduce <= kSequenceRowsMax<acc_t>) return reduce_short_rows<scalar_t, acc_t, out_t>(data, layout, out, op);
   if (reduce <= kRowBlock) return reduce_rows_of_one_block<scalar_t, acc_t, out_t>(data, layout, out, op);
   reduce_blocks<acc_t>(
       layout.batch, ceil_div(reduce, kRowBlock), /*width=*/1,
