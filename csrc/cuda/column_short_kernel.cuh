@@ -150,8 +150,8 @@ __device__ __forceinline__ void reduce_short_chunk(const in_t* base, int64_t str
 
 // One column chunk of one narrow item a thread (the NarrowByRows kernels),
 // in memory order: step t reads rows 8t .. 8t + 7, a row of each slot, and
-// folds each into its slot's accumulators (as reduce_short_chunk's leaves
-// fold them: rows past the chunk fold the identity, which changes no bits);
+// folds each into its slot's accumulators (by fold_element, as
+// reduce_short_chunk's leaves fold them; rows past the chunk fold nothing);
 // combine_slots folds the slots at the end -- the same fold64 order. A
 // narrow item's rows are short, so that a row's sectors hold its neighbours'
 // too: read a step apart (reduce_short_chunk's steps are slots, rows eight
@@ -181,9 +181,7 @@ __device__ __forceinline__ void reduce_narrow_chunk(const in_t* base, int64_t st
       const bool valid = t * kSlots + s < rows;
 #pragma unroll
       for (int i = 0; i < kItems; ++i)
-        slot[s][i] = op.combine(
-            slot[s][i],
-            valid ? map_element(op, vector_element<acc_t>(loaded[s], i), first_row + t * kSlots + s) : op.identity());
+        if (valid) slot[s][i] = fold_element(op, slot[s][i], vector_element<acc_t>(loaded[s], i), first_row + t * kSlots + s);
     }
   }
   Vector<out_t, kItems> result;

@@ -95,11 +95,10 @@ __global__ void __launch_bounds__(kSplitThreads)
 #pragma unroll
   for (int u = 0; u < kSplitUnroll; ++u) acc[u] = op.identity();
 
-  // Head and tail are each shorter than one vector.
-  if (split == 0) {
-    if (tid < head) acc[0] = fold_element(op, acc[0], element(tid), tid);
-    if (tail_start + tid < n) acc[1] = fold_element(op, acc[1], element(tail_start + tid), tail_start + tid);
-  }
+  // Head and tail are each shorter than one vector; the head folds before
+  // the body and the tail after it, so that every accumulator takes its
+  // elements in increasing position (op_base.h, HasOrderedFold).
+  if (split == 0 && tid < head) acc[0] = fold_element(op, acc[0], element(tid), tid);
 
   // Tiles are dealt round-robin to the row's blocks, so that at any moment
   // the blocks stream neighbouring memory.
@@ -137,6 +136,8 @@ __global__ void __launch_bounds__(kSplitThreads)
       }
     }
   }
+
+  if (split == 0 && tail_start + tid < n) acc[1] = fold_element(op, acc[1], element(tail_start + tid), tail_start + tid);
 
   acc_t result = acc[0];
 #pragma unroll
