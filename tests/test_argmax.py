@@ -41,6 +41,29 @@ def test_first_index_of_ties_as_torch(op, dtype, device):
             _check(op, x, dim)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int8, torch.int64], ids=_id)
+@pytest.mark.parametrize("op", OPS)
+def test_first_of_two_equal_extremes_as_torch(op, dtype, device):
+    """Each output's extreme appears exactly twice, at random places: whichever thread, accumulator,
+    block or pass meets the later one first, the earlier index wins."""
+    generator = torch.Generator().manual_seed(63)
+    for shape in SHAPES + [(3_000_017,), (4, 1_000_003)]:
+        for dim in range(len(shape)):
+            length = shape[dim]
+            if length < 2:
+                continue
+            moved = list(shape)
+            moved.append(moved.pop(dim))
+            x = torch.randint(-50, 50, moved, generator=generator)
+            extreme = 100 if op == "argmax" else -100
+            rows = x.view(-1, length)
+            places = torch.rand(rows.shape[0], length, generator=generator).argsort(dim=1)[:, :2]
+            rows.scatter_(1, places, extreme)
+            x = x.movedim(-1, dim).to(dtype).to(device)
+            _check(op, x, dim)
+            _check(op, x.contiguous(), dim)
+
+
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("layout", ["transposed", "sliced", "expanded", "misaligned", "strided"])
 def test_layouts_as_torch(op, layout, device):

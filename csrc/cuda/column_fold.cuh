@@ -36,6 +36,7 @@
 #pragma once
 
 #include <type_traits>
+#include <utility>
 
 #include "dependent_launch.cuh"
 #include "primitives.cuh"
@@ -155,6 +156,15 @@ struct Unprojected {
   template <typename T>
   __device__ __forceinline__ T at(T x, int64_t position) const {
     return map_element(op, x, position);
+  }
+  // An op's ordered step (op_base.h, HasOrderedFold: argmax's), where it
+  // has one. Not logsumexp's plain step: in these passes it gives the
+  // combine's bits, and tall bfloat16 columns were slower with it
+  // (benchmarks/results/dims_fold_steps_rest_h100.json).
+  template <typename T, typename Same = Op>
+  __device__ __forceinline__ auto fold(T acc, T x, int64_t position) const
+      -> decltype(std::declval<const Same&>().fold(acc, x, position)) {
+    return op.fold(acc, x, position);
   }
   template <typename T>
   __device__ __forceinline__ T combine(T a, T b) const {

@@ -124,10 +124,24 @@ C10_HOST_DEVICE C10_ALWAYS_INLINE acc_t map_element(const Op& op, acc_t x, int64
   else if constexpr (HasMap<Op>::value) return op.map(x);
   else return x;
 }
+// An op of positions may have a step of its own too, op.fold(acc, x,
+// position), which may rely on the order every kernel keeps: each
+// accumulator that folds elements takes them from op.identity() on, in
+// increasing position (argmax's: a later equal value never wins, so no
+// index is compared). Partials, and accumulators against each other, meet
+// by the combine, which takes any order.
+template <typename Op, typename acc_t, typename = void>
+struct HasOrderedFold : std::false_type {};
+template <typename Op, typename acc_t>
+struct HasOrderedFold<Op, acc_t,
+                      std::void_t<decltype(std::declval<const Op&>().fold(std::declval<acc_t>(), std::declval<acc_t>(),
+                                                                          int64_t{}))>> : std::true_type {};
+
 template <typename Op, typename acc_t>
 C10_HOST_DEVICE C10_ALWAYS_INLINE acc_t fold_element(const Op& op, acc_t acc, acc_t x, int64_t position) {
-  static_assert(!(HasFold<Op, acc_t>::value && HasPositions<Op>::value), "an op's own fold takes no positions");
-  if constexpr (HasFold<Op, acc_t>::value) return op.fold(acc, x);
+  static_assert(!(HasFold<Op, acc_t>::value && HasPositions<Op>::value), "an op of positions folds with them");
+  if constexpr (HasOrderedFold<Op, acc_t>::value) return op.fold(acc, x, position);
+  else if constexpr (HasFold<Op, acc_t>::value) return op.fold(acc, x);
   else return op.combine(acc, map_element(op, x, position));
 }
 // The op for a pass that reads another pass's partials (accumulators): an
