@@ -73,16 +73,14 @@ struct ArgExtremum : WithoutGradient<Self> {
     // (op_base.h, HasOrderedFold): it wins only if strictly better, or a
     // NaN against a number; a NaN state keeps its place. The identity (its
     // index's high word INT32_MAX, which no position reaches) loses to any
-    // element. On CUDA, about half the instructions of the combine and a
-    // shorter chain through the state; the CPU's lanes keep the combine.
+    // element. About half the instructions of the combine and a shorter
+    // chain through the state.
     C10_HOST_DEVICE acc_t fold(acc_t acc, acc_t x, int64_t position) const {
-#ifdef __CUDA_ARCH__
       if (!partials) {
         const bool better = largest ? !(x.value <= acc.value) : !(x.value >= acc.value);
         const bool empty = static_cast<int32_t>(acc.index >> 32) == std::numeric_limits<int32_t>::max();
         return (better && acc.value == acc.value) || empty ? acc_t(x.value, position) : acc;
       }
-#endif
       return combine(acc, at(x, position));
     }
     C10_HOST_DEVICE int64_t project(acc_t a) const { return a.index; }

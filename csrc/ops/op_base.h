@@ -125,11 +125,11 @@ C10_HOST_DEVICE C10_ALWAYS_INLINE acc_t map_element(const Op& op, acc_t x, int64
   else return x;
 }
 // An op of positions may have a step of its own too, op.fold(acc, x,
-// position), which may rely on the order every kernel keeps: each
-// accumulator that folds elements takes them from op.identity() on, in
-// increasing position (argmax's: a later equal value never wins, so no
-// index is compared). Partials, and accumulators against each other, meet
-// by the combine, which takes any order.
+// position), which may rely on the order every kernel keeps: an element
+// folds into an accumulator (op.identity(), or states of the same run) only
+// past every position the accumulator holds (argmax's: a later equal value
+// never wins, so no index is compared). Partials, and accumulators against
+// each other, meet by the combine, which takes any order.
 template <typename Op, typename acc_t, typename = void>
 struct HasOrderedFold : std::false_type {};
 template <typename Op, typename acc_t>
