@@ -181,7 +181,8 @@ __device__ __forceinline__ void reduce_narrow_chunk(const in_t* base, int64_t st
       const bool valid = t * kSlots + s < rows;
 #pragma unroll
       for (int i = 0; i < kItems; ++i)
-        if (valid) slot[s][i] = fold_element(op, slot[s][i], vector_element<acc_t>(loaded[s], i), first_row + t * kSlots + s);
+        if (valid)
+          slot[s][i] = fold_element(op, slot[s][i], vector_element<acc_t>(loaded[s], i), first_row + t * kSlots + s);
     }
   }
   Vector<out_t, kItems> result;

@@ -137,7 +137,8 @@ __global__ void __launch_bounds__(kSplitThreads)
     }
   }
 
-  if (split == 0 && tail_start + tid < n) acc[1] = fold_element(op, acc[1], element(tail_start + tid), tail_start + tid);
+  if (split == 0 && tail_start + tid < n)
+    acc[1] = fold_element(op, acc[1], element(tail_start + tid), tail_start + tid);
 
   acc_t result = acc[0];
 #pragma unroll
