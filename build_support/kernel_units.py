@@ -1,7 +1,7 @@
 """The kernels' translation units, one per op and backend (and, for CUDA, per
 input family, so that they compile in parallel), generated from the op list
 (csrc/op_list.h) into build/generated/. Adding an op to the list adds its
-units; nothing else in the build names an op."""
+units; nothing else in the build names an op but the split below."""
 import os
 import re
 
@@ -27,10 +27,20 @@ _CUDA = """// Generated from csrc/op_list.h by build_support/kernel_units.py.
 namespace torch_reduce {{
 namespace cuda {{
 static_assert(has_kernels_for<{spec}>(TypeFamily::{family}), "the op list and {spec}::kIntegralKernels disagree");
-template void reduce_layout<{spec}, TypeFamily::{family}>(const at::Tensor&, const ReduceLayout&, at::Tensor&, const OpCall&);
-}}  // namespace cuda
+{instantiations}}}  // namespace cuda
 }}  // namespace torch_reduce
 """
+_INSTANTIATION = (
+    "template void reduce_layout<{spec}, TypeFamily::{family}, ElementWidth::{width}>(const at::Tensor&, "
+    "const ReduceLayout&, at::Tensor&, const OpCall&);\n"
+)
+_WIDTHS = ["Narrow", "Wide"]
+
+# Ops whose CUDA kernels of a family compile in a unit per ElementWidth
+# (csrc/dispatch.h) rather than in one: those whose one unit was the longest
+# of the build by far, so that the build waited for it (docs/TUNING.md). A
+# unit costs about 35 s of CPU time before its kernels, so the rest stay whole.
+_SPLIT_BY_WIDTH = {"vector_norm"}
 
 
 def op_list(root):
@@ -63,8 +73,13 @@ def generate(root, with_cuda):
         units = [(os.path.join(out, "cpu", f"reduce_{name}.cpp"), _CPU.format(spec=spec))]
         if with_cuda:
             for family in ["Floating", "Integral"] if families == "FloatingAndIntegral" else ["Floating"]:
-                path = os.path.join(out, "cuda", f"reduce_{name}_{family.lower()}.cu")
-                units.append((path, _CUDA.format(spec=spec, family=family)))
+                unit = f"reduce_{name}_{family.lower()}"
+                groups = [[width] for width in _WIDTHS] if name in _SPLIT_BY_WIDTH else [_WIDTHS]
+                for widths in groups:
+                    instantiations = "".join(_INSTANTIATION.format(spec=spec, family=family, width=w) for w in widths)
+                    suffix = f"_{widths[0].lower()}" if len(widths) == 1 else ""
+                    units.append((os.path.join(out, "cuda", f"{unit}{suffix}.cu"),
+                                  _CUDA.format(spec=spec, family=family, instantiations=instantiations)))
         for path, text in units:
             _write_if_changed(os.path.join(root, path), text)
             paths.append(path)

@@ -28,6 +28,13 @@ struct ReduceTypes {
 // parallel.
 enum class TypeFamily { Floating, Integral };
 
+// Within a family, inputs of at most two bytes an element (half, bfloat16,
+// bool, the 8- and 16-bit integers) and wider ones: the CUDA kernels of one
+// op and family compile in one unit, or in one unit per width where that
+// unit would be the build's longest by far (build_support/kernel_units.py).
+enum class ElementWidth { Narrow, Wide };
+constexpr ElementWidth element_width(int64_t bytes) { return bytes <= 2 ? ElementWidth::Narrow : ElementWidth::Wide; }
+
 [[noreturn]] inline void no_kernel_for(const char* op, at::ScalarType in, at::ScalarType out) {
   TORCH_CHECK(false, "torch_reduce: internal error: no ", op, " kernel from ", in, " to ", out);
 }

@@ -1,7 +1,7 @@
 // The CUDA backend: the registration of every op for CUDA tensors. Each
-// op's kernels (reduce_layout.cuh) are compiled an op and input family per
-// translation unit (build_support/kernel_units.py); the ladder
-// (ladder/ladder.h) is sum's alone.
+// op's kernels (reduce_layout.cuh) are compiled an op and input family (and,
+// for some ops, element width) per translation unit
+// (build_support/kernel_units.py); the ladder (ladder/ladder.h) is sum's alone.
 #include <c10/cuda/CUDAGuard.h>
 
 #include "capabilities.cuh"
@@ -14,7 +14,7 @@ namespace torch_reduce {
 namespace cuda {
 
 // Instantiated in the generated units.
-template <typename Spec, TypeFamily family>
+template <typename Spec, TypeFamily family, ElementWidth width>
 void reduce_layout(const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out, const OpCall& call);
 
 struct CudaBackend {
@@ -29,7 +29,12 @@ struct CudaBackend {
     const c10::cuda::CUDAGuard guard(input.device());
     check_device_has_code();
     dispatch_family<Spec>(input.scalar_type(), [&](auto family) {
-      cuda::reduce_layout<Spec, decltype(family)::value>(input, layout, out, call);
+      constexpr TypeFamily kFamily = decltype(family)::value;
+      if (element_width(input.element_size()) == ElementWidth::Narrow) {
+        cuda::reduce_layout<Spec, kFamily, ElementWidth::Narrow>(input, layout, out, call);
+      } else {
+        cuda::reduce_layout<Spec, kFamily, ElementWidth::Wide>(input, layout, out, call);
+      }
     });
   }
   static constexpr LadderSum kLadderSum = &ladder_sum;

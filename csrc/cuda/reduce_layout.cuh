@@ -259,20 +259,25 @@ inline std::optional<StridedIndex> output_index(const at::Tensor& out, const Red
   return index;
 }
 
-// The LayoutKernel body of op `Spec`, for inputs of one TypeFamily; each
-// generated unit instantiates its own, so that they compile in parallel.
-template <typename Spec, TypeFamily family>
+// The LayoutKernel body of op `Spec`, for inputs of one TypeFamily and
+// ElementWidth; each generated unit instantiates one or both widths of a
+// family, so that the units compile in parallel.
+template <typename Spec, TypeFamily family, ElementWidth width>
 void reduce_layout(const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out, const OpCall& call) {
   const std::optional<StridedIndex> index = output_index(out, layout, input.element_size());
   if (!index)
-    return reduce_through_dense(out,
-                                [&](at::Tensor& dense) { reduce_layout<Spec, family>(input, layout, dense, call); });
+    return reduce_through_dense(
+        out, [&](at::Tensor& dense) { reduce_layout<Spec, family, width>(input, layout, dense, call); });
   dispatch_family_reduction<Spec, family>(input.scalar_type(), out.scalar_type(), layout.reduce, call,
                                           [&](auto types, auto op) {
     using T = decltype(types);
     using out_t = typename T::out_t;
-    const Output<out_t> output{reinterpret_cast<out_t*>(out.data_ptr()), *index};
-    launch_layout_reduction<typename T::scalar_t, typename T::acc_t, out_t>(input, layout, output, op);
+    if constexpr (element_width(sizeof(typename T::scalar_t)) != width) {
+      TORCH_INTERNAL_ASSERT(false, "torch_reduce: ", Spec::kName, "'s kernels of the other element width");
+    } else {
+      const Output<out_t> output{reinterpret_cast<out_t*>(out.data_ptr()), *index};
+      launch_layout_reduction<typename T::scalar_t, typename T::acc_t, out_t>(input, layout, output, op);
+    }
   });
 }
 
