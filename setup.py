@@ -89,7 +89,8 @@ if with_cuda:
     srcs += sources("csrc/cuda/**/*.cu")
     extension = CUDAExtension
     define_macros.append(("TORCH_REDUCE_WITH_CUDA", None))
-srcs += generate_kernel_units(ROOT, with_cuda)
+# The kernel units first: they take longest to compile (build_ext.py keeps this order).
+srcs = generate_kernel_units(ROOT, with_cuda) + srcs
 
 banner = (
     f"torch_reduce: building {version} ({len(srcs)} sources) for "

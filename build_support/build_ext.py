@@ -6,6 +6,9 @@
   own text, included headers or command line changed.
 - The link and the copy always run (setuptools' own staleness test ignores
   headers, so it could keep a stale library); they take seconds.
+- The sources compile in the order setup.py gives them, not sorted by path
+  as setuptools would: its longest first, so that a many-job build does not
+  end waiting for one started late (ninja starts them in the order given).
 - After the build: the compiler guard's self-check (compiler_guard.py), then
   the build record torch_reduce/_build_info.py beside the library.
 """
@@ -48,6 +51,19 @@ def make_build_ext(root, tag, banner, describe_build):
                 for ext in self.extensions:
                     ext.extra_compile_args = copy.deepcopy(pristine[id(ext)])
             self._write_build_info(describe_build())
+
+        def build_extension(self, ext):
+            compile_sources = self.compiler.compile
+            given = {path: i for i, path in enumerate(ext.sources)}
+
+            def in_given_order(sources, *args, **kwargs):
+                return compile_sources(sorted(sources, key=lambda p: given.get(p, len(given))), *args, **kwargs)
+
+            self.compiler.compile = in_given_order
+            try:
+                super().build_extension(ext)
+            finally:
+                self.compiler.compile = compile_sources
 
         def _write_build_info(self, description):
             targets = [os.path.join(self.build_lib, "torch_reduce", "_build_info.py")]

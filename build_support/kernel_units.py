@@ -64,23 +64,25 @@ def _write_if_changed(path, text):
 
 
 def generate(root, with_cuda):
-    """Writes the units under build/generated/ and returns their paths, relative to root."""
+    """Writes the units under build/generated/ and returns their paths, relative to root,
+    longest to compile first (the build starts them in this order): the split ops' CUDA
+    units, the other CUDA units, then the CPU units (build_units_cpu.txt)."""
     out = os.path.join("build", "generated")
-    paths = []
+    ranked = []  # (rank, path): 0 the split ops' CUDA units, 1 the other CUDA units, 2 the CPU units
     for name, spec, families in op_list(root):
         if families == "None":
             continue
-        units = [(os.path.join(out, "cpu", f"reduce_{name}.cpp"), _CPU.format(spec=spec))]
+        units = [(2, os.path.join(out, "cpu", f"reduce_{name}.cpp"), _CPU.format(spec=spec))]
         if with_cuda:
+            split = name in _SPLIT_BY_WIDTH
             for family in ["Floating", "Integral"] if families == "FloatingAndIntegral" else ["Floating"]:
-                unit = f"reduce_{name}_{family.lower()}"
-                groups = [[width] for width in _WIDTHS] if name in _SPLIT_BY_WIDTH else [_WIDTHS]
-                for widths in groups:
+                for widths in [[width] for width in _WIDTHS] if split else [_WIDTHS]:
                     instantiations = "".join(_INSTANTIATION.format(spec=spec, family=family, width=w) for w in widths)
-                    suffix = f"_{widths[0].lower()}" if len(widths) == 1 else ""
-                    units.append((os.path.join(out, "cuda", f"{unit}{suffix}.cu"),
-                                  _CUDA.format(spec=spec, family=family, instantiations=instantiations)))
-        for path, text in units:
+                    suffix = f"_{widths[0].lower()}" if split else ""
+                    path = os.path.join(out, "cuda", f"reduce_{name}_{family.lower()}{suffix}.cu")
+                    text = _CUDA.format(spec=spec, family=family, instantiations=instantiations)
+                    units.append((0 if split else 1, path, text))
+        for rank, path, text in units:
             _write_if_changed(os.path.join(root, path), text)
-            paths.append(path)
-    return paths
+            ranked.append((rank, path))
+    return [path for _, path in sorted(ranked, key=lambda unit: unit[0])]
