@@ -42,10 +42,20 @@ if [ -z "${CUDA_HOME:-}" ] && [ -x /usr/local/cuda/bin/nvcc ]; then
   export CUDA_HOME=/usr/local/cuda
 fi
 
+# Without a GPU, a caller that needs only the CPU kernels (the benchmark,
+# which then times CPU tensors) says CPU_KERNELS_WITHOUT_GPU=1: it builds
+# them alone, in minutes rather than the half hour of the CUDA sources,
+# unless TORCH_REDUCE_CUDA asks otherwise.
+has_gpu() { "$PY" -c 'import sys, torch; sys.exit(not torch.cuda.is_available())'; }
+if [ "${CPU_KERNELS_WITHOUT_GPU:-0}" = 1 ] && [ -z "${TORCH_REDUCE_CUDA:-}" ] && ! has_gpu; then
+  echo "== no GPU: building the CPU kernels only (TORCH_REDUCE_CUDA=1 builds the CUDA ones too)"
+  export TORCH_REDUCE_CUDA=0
+fi
+
 # A development build without a GPU compiles for one architecture, sm_90:
 # enough to compile every CUDA source and run the CPU tests, in a quarter of
 # the time. (pip install . and wheels build for the common GPUs: docs/INSTALL.md.)
-if [ -z "${TORCH_CUDA_ARCH_LIST:-}" ] && ! "$PY" -c 'import sys, torch; sys.exit(not torch.cuda.is_available())'; then
+if [ -z "${TORCH_CUDA_ARCH_LIST:-}" ] && ! has_gpu; then
   export TORCH_CUDA_ARCH_LIST=9.0
 fi
 export MAX_JOBS="${MAX_JOBS:-$(nproc)}"
