@@ -46,8 +46,9 @@ fi
 # which then times CPU tensors) says CPU_KERNELS_WITHOUT_GPU=1: it builds
 # them alone, in minutes rather than the half hour of the CUDA sources,
 # unless TORCH_REDUCE_CUDA asks otherwise.
-has_gpu() { "$PY" -c 'import sys, torch; sys.exit(not torch.cuda.is_available())'; }
-if [ "${CPU_KERNELS_WITHOUT_GPU:-0}" = 1 ] && [ -z "${TORCH_REDUCE_CUDA:-}" ] && ! has_gpu; then
+# (Asked once: each question imports torch, seconds.)
+if "$PY" -c 'import sys, torch; sys.exit(not torch.cuda.is_available())'; then GPU_VISIBLE=1; else GPU_VISIBLE=0; fi
+if [ "${CPU_KERNELS_WITHOUT_GPU:-0}" = 1 ] && [ -z "${TORCH_REDUCE_CUDA:-}" ] && [ "$GPU_VISIBLE" = 0 ]; then
   echo "== no GPU: building the CPU kernels only (TORCH_REDUCE_CUDA=1 builds the CUDA ones too)"
   export TORCH_REDUCE_CUDA=0
 fi
@@ -55,7 +56,7 @@ fi
 # A development build without a GPU compiles for one architecture, sm_90:
 # enough to compile every CUDA source and run the CPU tests, in a quarter of
 # the time. (pip install . and wheels build for the common GPUs: docs/INSTALL.md.)
-if [ -z "${TORCH_CUDA_ARCH_LIST:-}" ] && ! has_gpu; then
+if [ -z "${TORCH_CUDA_ARCH_LIST:-}" ] && [ "$GPU_VISIBLE" = 0 ]; then
   export TORCH_CUDA_ARCH_LIST=9.0
 fi
 export MAX_JOBS="${MAX_JOBS:-$(nproc)}"
