@@ -33,6 +33,8 @@ static_assert(has_kernels_for<{spec}>(TypeFamily::{family}), "the op list and {s
 _INSTANTIATION = (
     "template void reduce_layout<{spec}, TypeFamily::{family}, ElementWidth::{width}>(const at::Tensor&, "
     "const ReduceLayout&, at::Tensor&, const OpCall&);\n"
+    "template std::vector<LaunchStep> plan_layout<{spec}, TypeFamily::{family}, ElementWidth::{width}>("
+    "const at::Tensor&, const ReduceLayout&, const at::Tensor&, const OpCall&);\n"
 )
 _WIDTHS = ["Narrow", "Wide"]
 

@@ -22,15 +22,40 @@ struct Step {
   bool in_place;  // reads the op's input (a view of it), not a copy or a partial
   ReduceLayout layout;
   bool permuted_output;
+  std::optional<std::vector<LaunchStep>> launches;  // nullopt: not planned here
 };
 
 // The recorder of the call being explained (explain runs on one thread).
 thread_local std::vector<Step>* recorder = nullptr;
 thread_local const at::Tensor* explained_input = nullptr;
+thread_local LayoutPlanner planner = nullptr;
 
-void record(const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out, const OpCall& /*call*/) {
+void record(const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out, const OpCall& call) {
   recorder->push_back({input.sizes().vec(), input.strides().vec(), input.scalar_type(), out.scalar_type(),
-                       input.is_alias_of(*explained_input), layout, !out.is_contiguous()});
+                       input.is_alias_of(*explained_input), layout, !out.is_contiguous(),
+                       planner ? planner(input, layout, out, call) : std::nullopt});
+}
+
+void write_string(std::ostringstream& s, const std::string& text) {
+  s << "\"";
+  for (const char c : text) s << (c == '"' || c == '\\' ? "\\" : "") << c;
+  s << "\"";
+}
+
+void write_launches(std::ostringstream& s, const std::vector<LaunchStep>& launches) {
+  s << "[";
+  for (size_t i = 0; i < launches.size(); ++i) {
+    const LaunchStep& l = launches[i];
+    s << (i ? ", " : "") << "{\"kernel\": ";
+    write_string(s, l.kernel);
+    s << ", \"config\": ";
+    write_string(s, l.config);
+    s << ", \"grid\": " << l.grid << ", \"block\": " << l.block << ", \"shared_bytes\": " << l.shared_bytes
+      << ", \"bytes_read\": " << l.bytes_read << ", \"bytes_written\": " << l.bytes_written
+      << ", \"evict_first\": " << (l.evict_first ? "true" : "false")
+      << ", \"early\": " << (l.early ? "true" : "false") << "}";
+  }
+  s << "]";
 }
 
 const char* kind_name(ReduceLayout::Kind kind) {
@@ -91,7 +116,13 @@ std::string to_json(const DtypePlan& dtypes, const std::vector<Step>& steps, con
     s << ", \"kernel\": \"" << backend.kernel_for(l, element_bytes) << "\", \"bytes_read\": "
       << l.batch * l.reduce * l.inner * element_bytes << ", \"outputs\": " << l.batch * l.inner
       << ", \"output_dtype\": \"" << step.out_dtype << "\", \"permuted_output\": "
-      << (step.permuted_output ? "true" : "false") << "}";
+      << (step.permuted_output ? "true" : "false") << ", \"launches\": ";
+    if (step.launches) {
+      write_launches(s, *step.launches);
+    } else {
+      s << "null";
+    }
+    s << "}";
   }
   s << "]}";
   return s.str();
@@ -120,6 +151,8 @@ std::string explain(const at::Tensor& self, const std::string& op, at::OptionalI
   try {
 #define TORCH_REDUCE_EXPLAIN(name, Spec, families)                                  \
   if (op == Spec::kName) {                                                          \
+    const auto found = backend.planners.find(Spec::kName);                          \
+    planner = found == backend.planners.end() ? nullptr : found->second;            \
     dtypes = Spec::dtypes(self.scalar_type(), dtype);                               \
     reduce_front_end(semantics_of<Spec>(), meta, dim, keepdim, dtype, recording);   \
   }
@@ -128,10 +161,12 @@ std::string explain(const at::Tensor& self, const std::string& op, at::OptionalI
   } catch (...) {
     recorder = nullptr;
     explained_input = nullptr;
+    planner = nullptr;
     throw;
   }
   recorder = nullptr;
   explained_input = nullptr;
+  planner = nullptr;
   TORCH_CHECK(dtypes.has_value(), "torch_reduce.explain: unknown op '", op, "'");
   return to_json(*dtypes, steps, backend, device_type);
 }

@@ -8,11 +8,13 @@
 //   static constexpr LadderSum kLadderSum;  // nullptr without a ladder
 //   static constexpr c10::DeviceType kDevice;
 //   static const char* kernel_for(layout, element_bytes);  // for explain
+//   template <typename Spec> static LayoutPlanner planner();  // for explain; nullptr: none
 #pragma once
 
 #include <torch/library.h>
 
 #include <type_traits>
+#include <utility>
 
 #include "explain.h"
 #include "op_list.h"
@@ -45,10 +47,13 @@ struct BackendEntry<Spec, BackendT, Result(Args...)> {
 
 template <typename BackendT>
 void register_backend(torch::Library& m) {
-  describe_backend(BackendT::kDevice, {&BackendT::capabilities(), &BackendT::kernel_for});
-#define TORCH_REDUCE_REGISTER(name, Spec, families) m.impl(#name, &BackendEntry<Spec, BackendT>::call);
+  BackendDescription description{&BackendT::capabilities(), &BackendT::kernel_for, {}};
+#define TORCH_REDUCE_REGISTER(name, Spec, families)                                                 \
+  m.impl(#name, &BackendEntry<Spec, BackendT>::call);                                               \
+  description.planners[Spec::kName] = BackendT::template planner<typename KernelsOf<Spec>::type>();
   TORCH_REDUCE_FOR_EACH_OP(TORCH_REDUCE_REGISTER)
 #undef TORCH_REDUCE_REGISTER
+  describe_backend(BackendT::kDevice, std::move(description));
 }
 
 }  // namespace torch_reduce

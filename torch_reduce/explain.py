@@ -1,9 +1,13 @@
 """torch_reduce.explain: what a call would do, step by step, without running it.
 
 The front end plans the call on a meta tensor of the input's sizes, strides and
-dtype (csrc/explain.cpp): the dtypes, then each launch it would make -- what it
+dtype (csrc/explain.cpp): the dtypes, then each step it would take -- what it
 reads (the input in place, or a copy or a stage's partial), the layout the
-dims merge into, the kernel that reads it, the bytes read and the outputs."""
+dims merge into, the kernel family that reads it, the bytes read and the
+outputs. On CUDA with a GPU, each step also lists its launches as the CUDA
+backend plans them (csrc/cuda/row_plans.cuh, column_plans.cuh), by the same
+functions its launches are made by: kernel, template choices, grid, block,
+bytes read and written."""
 import dataclasses
 import json
 from typing import List, Optional, Sequence, Union
@@ -41,7 +45,9 @@ def _torch_dtype_names(value):
 
 @dataclasses.dataclass
 class Plan:
-    """The plan of one call: `steps` holds one dict per launch, in order."""
+    """The plan of one call: `steps` holds one dict per layout the front end hands the backend,
+    in order; a step's "launches" lists its kernel launches (None where the backend does not
+    plan them here: the CPU, or CUDA without a GPU)."""
 
     op: str
     device: str
@@ -53,6 +59,13 @@ class Plan:
     @property
     def bytes_read(self) -> int:
         return sum(step["bytes_read"] for step in self.steps)
+
+    @property
+    def launches(self) -> Optional[List[dict]]:
+        """Every kernel launch of the call, in order; None where a step's are not planned here."""
+        if any(step["launches"] is None for step in self.steps):
+            return None
+        return [launch for step in self.steps for launch in step["launches"]]
 
     def __str__(self) -> str:
         lines = [
@@ -75,6 +88,15 @@ class Plan:
                 f"-> {s['outputs']} x {s['output_dtype']}{' (permuted output)' if s['permuted_output'] else ''}"
             )
             lines.append(f"     kernel: {s['kernel']}")
+            for launch in s["launches"] or []:
+                flags = "".join(f", {f.replace('_', '-')}" for f in ("evict_first", "early") if launch[f])
+                shared = f", {launch['shared_bytes']} B shared" if launch["shared_bytes"] else ""
+                lines.append(
+                    f"     launch {launch['kernel']}<<<{launch['grid']}, {launch['block']}>>>{shared}: "
+                    f"{launch['config']}; reads {launch['bytes_read']} B, writes {launch['bytes_written']} B{flags}"
+                )
+            if s["launches"] is None and self.device == "cuda":
+                lines.append("     launches: planned where a GPU is visible (grids depend on the device)")
         return "\n".join(lines)
 
 

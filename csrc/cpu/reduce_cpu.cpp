@@ -20,6 +20,11 @@ struct CpuBackend {
   static const char* kernel_for(const ReduceLayout& layout, int64_t) {
     return layout.kind == ReduceLayout::Inner ? "reduce_rows" : "reduce_columns";
   }
+  // Its launches are the kernel above, on at::parallel_for's threads.
+  template <typename Spec>
+  static LayoutPlanner planner() {
+    return nullptr;
+  }
   static const BackendCapabilities& capabilities() {
     static const BackendCapabilities caps{};
     return caps;

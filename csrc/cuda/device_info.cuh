@@ -27,6 +27,7 @@ int device_attribute() {
 inline int sm_count() { return device_attribute<cudaDevAttrMultiProcessorCount>(); }
 inline int max_threads_per_sm() { return device_attribute<cudaDevAttrMaxThreadsPerMultiProcessor>(); }
 inline int compute_capability_major() { return device_attribute<cudaDevAttrComputeCapabilityMajor>(); }
+inline int compute_capability_minor() { return device_attribute<cudaDevAttrComputeCapabilityMinor>(); }
 inline int l2_bytes() { return device_attribute<cudaDevAttrL2CacheSize>(); }
 
 }  // namespace cuda

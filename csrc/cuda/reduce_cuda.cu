@@ -2,12 +2,18 @@
 // op's kernels (reduce_layout.cuh) are compiled an op and input family (and,
 // for some ops, element width) per translation unit
 // (build_support/kernel_units.py); the ladder (ladder/ladder.h) is sum's alone.
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
+
+#include <optional>
+#include <type_traits>
+#include <vector>
 
 #include "capabilities.cuh"
 #include "device_code.h"
 #include "ladder/ladder.h"
 #include "kernel_family.cuh"
+#include "launch_plan.h"
 #include "register_backend.h"
 
 namespace torch_reduce {
@@ -16,6 +22,21 @@ namespace cuda {
 // Instantiated in the generated units.
 template <typename Spec, TypeFamily family, ElementWidth width>
 void reduce_layout(const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out, const OpCall& call);
+template <typename Spec, TypeFamily family, ElementWidth width>
+std::vector<LaunchStep> plan_layout(const at::Tensor& input, const ReduceLayout& layout, const at::Tensor& out,
+                                    const OpCall& call);
+
+// Calls f(family, width) for the input dtype's kernels.
+template <typename Spec, typename F>
+void dispatch_kernels(at::ScalarType dtype, F&& f) {
+  dispatch_family<Spec>(dtype, [&](auto family) {
+    if (element_width(c10::elementSize(dtype)) == ElementWidth::Narrow) {
+      f(family, std::integral_constant<ElementWidth, ElementWidth::Narrow>{});
+    } else {
+      f(family, std::integral_constant<ElementWidth, ElementWidth::Wide>{});
+    }
+  });
+}
 
 struct CudaBackend {
   static constexpr c10::DeviceType kDevice = c10::DeviceType::CUDA;
@@ -28,14 +49,25 @@ struct CudaBackend {
                             const OpCall& call) {
     const c10::cuda::CUDAGuard guard(input.device());
     check_device_has_code();
-    dispatch_family<Spec>(input.scalar_type(), [&](auto family) {
-      constexpr TypeFamily kFamily = decltype(family)::value;
-      if (element_width(input.element_size()) == ElementWidth::Narrow) {
-        cuda::reduce_layout<Spec, kFamily, ElementWidth::Narrow>(input, layout, out, call);
-      } else {
-        cuda::reduce_layout<Spec, kFamily, ElementWidth::Wide>(input, layout, out, call);
-      }
+    dispatch_kernels<Spec>(input.scalar_type(), [&](auto family, auto width) {
+      cuda::reduce_layout<Spec, decltype(family)::value, decltype(width)::value>(input, layout, out, call);
     });
+  }
+  // The launches on the current device; none without a GPU, whose size and
+  // residencies the grids depend on.
+  template <typename Spec>
+  static std::optional<std::vector<LaunchStep>> plan_layout(const at::Tensor& input, const ReduceLayout& layout,
+                                                            const at::Tensor& out, const OpCall& call) {
+    if (c10::cuda::device_count() == 0) return std::nullopt;
+    std::vector<LaunchStep> steps;
+    dispatch_kernels<Spec>(input.scalar_type(), [&](auto family, auto width) {
+      steps = cuda::plan_layout<Spec, decltype(family)::value, decltype(width)::value>(input, layout, out, call);
+    });
+    return steps;
+  }
+  template <typename Spec>
+  static LayoutPlanner planner() {
+    return &plan_layout<Spec>;
   }
   static constexpr LadderSum kLadderSum = &ladder_sum;
 };

@@ -16,6 +16,8 @@
 #include <c10/cuda/CUDAException.h>
 
 #include <optional>
+#include <type_traits>
+#include <vector>
 
 #include "capabilities.cuh"
 #include "kernel_family.cuh"
@@ -23,177 +25,28 @@
 #include "gathered_rows.cuh"
 #include "launch_columns.cuh"
 #include "launch_config.cuh"
+#include "launch_rows.cuh"
 #include "output.cuh"
 #include "workspace.h"
 
 namespace torch_reduce {
 namespace cuda {
 
-template <typename scalar_t, typename acc_t, typename out_t, typename Op>
-void launch_split_rows(const scalar_t* data, const ReduceLayout& layout, out_t* out, const Op& op,
-                       const c10::cuda::CUDAStream& stream) {
-  const bool gathered = layout.kind == ReduceLayout::Gather;
-  auto kernel = gathered ? split_row_reduce_kernel<scalar_t, acc_t, out_t, Op, true>
-                         : split_row_reduce_kernel<scalar_t, acc_t, out_t, Op, false>;
-  // A full reduction's splits are its copy's (the contiguous kernel's
-  // residency, whatever the gathered one's registers), and so is its order.
-  const int64_t splits =
-      layout.full ? full_reduction_splits(layout.reduce, sizeof(scalar_t),
-                                          resident_blocks<split_row_reduce_kernel<scalar_t, acc_t, out_t, Op, false>>(
-                                                          kSplitThreads))
-                  : dim_reduction_splits(layout.reduce, sizeof(scalar_t));
-  SplitRowArgs<scalar_t, acc_t, out_t> args{data, layout.reduce, layout.batch_stride, splits, out, nullptr, nullptr};
-  if (splits > 1) {
-    const Workspace workspace = stream_workspace(stream, layout.batch, layout.batch * splits * sizeof(acc_t));
-    args.partials = static_cast<acc_t*>(workspace.partials);
-    args.tickets = workspace.tickets;
+// The plan of a layout's reduction (row_plans.cuh, column_plans.cuh): f(plan)
+// with the plan of the kernel family that reads it. data, out: addresses.
+template <typename scalar_t, typename acc_t, typename out_t, typename Op, typename F>
+void with_layout_plan(uintptr_t data, const ReduceLayout& layout, const StridedIndex& out_index, uintptr_t out,
+                      F&& f) {
+  switch (kernel_family(layout, sizeof(scalar_t))) {
+    case KernelFamily::Columns:
+      return f(plan_columns<scalar_t, acc_t, out_t, Op>(data, layout, out_index));
+    case KernelFamily::StagedRows:
+      return f(plan_staged_rows<scalar_t>(data, layout, out_index));
+    case KernelFamily::SplitRows:
+      return f(plan_split_rows<scalar_t, acc_t, out_t, Op>(layout));
+    case KernelFamily::Rows:
+      return f(plan_rows<scalar_t, out_t>(data, layout, out_index, out));
   }
-  const int64_t blocks = layout.batch * splits;
-  TORCH_CHECK(blocks <= std::numeric_limits<int32_t>::max(), "torch_reduce: reduction too large for one launch");
-  kernel<<<static_cast<unsigned int>(blocks), kSplitThreads, 0, stream.stream()>>>(
-      args, op, gathered ? row_gather(layout) : RowGather{});
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-}
-
-template <typename scalar_t, typename acc_t, typename out_t, typename Op>
-void launch_rows(const scalar_t* data, const ReduceLayout& layout, const Output<out_t>& out, const Op& op,
-                 const c10::cuda::CUDAStream& stream) {
-  constexpr int kWidth = vector_width<scalar_t>();
-  const bool gathered = layout.kind == ReduceLayout::Gather;
-  const RowGather gather = gathered ? row_gather(layout) : RowGather{};
-  const bool back_to_back = !gathered && (layout.batch == 1 || layout.batch_stride == layout.reduce);
-  const bool evict_first = evict_first_input(layout.batch * layout.reduce * static_cast<int64_t>(sizeof(scalar_t)),
-                                             layout.batch * static_cast<int64_t>(sizeof(out_t)));
-  // packed_row_reduce_kernel: rows of at most a vector that divide it, or of
-  // exactly kPackedRowVectors vectors.
-  const bool short_row = layout.reduce <= kWidth;
-  const bool packs = short_row ? kWidth % layout.reduce == 0 : layout.reduce == kPackedRowVectors * kWidth;
-  const int64_t rows_per_vector = short_row ? kWidth / layout.reduce : 1;
-  if (packs && back_to_back && is_aligned(data) && out.index.dims == 0 &&
-      is_aligned(out.data, rows_per_vector * sizeof(out_t))) {
-    PackedRowArgs<scalar_t, out_t> args{data, layout.batch, out.data};
-    const int64_t vectors = short_row ? layout.batch / rows_per_vector : layout.batch * kPackedRowVectors;
-    const auto blocks = static_cast<unsigned int>(grid_stride_blocks(ceil_div(vectors, kRowSlots), kRowThreads));
-    auto launch_packed = [&](auto rows, auto lanes) {
-      constexpr int kRows = decltype(rows)::value, kLanes = decltype(lanes)::value;
-      auto kernel = evict_first ? packed_row_reduce_kernel<scalar_t, acc_t, out_t, Op, kRows, kLanes, true>
-                                : packed_row_reduce_kernel<scalar_t, acc_t, out_t, Op, kRows, kLanes, false>;
-      kernel<<<blocks, kRowThreads, 0, stream.stream()>>>(args, op);
-    };
-    if (short_row) {
-      with_width<kWidth>(static_cast<int>(rows_per_vector),
-                         [&](auto rows) { launch_packed(rows, std::integral_constant<int, 1>{}); });
-    } else {
-      launch_packed(std::integral_constant<int, 1>{}, std::integral_constant<int, kPackedRowVectors>{});
-    }
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    return;
-  }
-  const bool vectorized = !gathered && is_aligned(data) && layout.reduce % kWidth == 0 &&
-                          (layout.batch_stride * sizeof(scalar_t)) % kVectorBytes == 0;
-  const int64_t items = ceil_div(layout.reduce, kWidth);
-  const int group = row_group_size(items);
-  // Rows here are shorter than kSplitRowBytes, so this fits an int.
-  const int items_per_lane = static_cast<int>(ceil_div(items, group));
-  // 1 for rows too long to read several a lane. Short rows read one a pass
-  // (few rows) take the one-row kernels too: the same order
-  // (row_reduce_kernel), half the loads a lane.
-  const int rows_per_pass = short_rows_per_pass(layout.batch, group, items_per_lane);
-  const bool several_rows = rows_per_pass > 1;
-  RowArgs<scalar_t, out_t> args{data, layout.batch, layout.reduce, layout.batch_stride, group, items_per_lane,
-                                out.data, rows_per_pass};
-  const int64_t threads_needed = ceil_div(layout.batch, rows_per_pass) * group;
-  const auto blocks = static_cast<unsigned int>(grid_stride_blocks(threads_needed, kRowThreads));
-  const bool permuted = out.index.dims != 0;
-  TORCH_INTERNAL_ASSERT(!(gathered && permuted), "gathered rows are written dense (output_index)");
-  auto launch = [&](auto vectorized_loads, auto loads, auto several_rows, auto evict_first_loads) {
-    constexpr bool kVectorized = decltype(vectorized_loads)::value;
-    constexpr int kLoads = decltype(loads)::value;
-    constexpr bool kSeveralRows = decltype(several_rows)::value;
-    constexpr bool kEvictFirst = decltype(evict_first_loads)::value;
-    auto kernel = [&](auto permuted_output, auto gathered_rows) {
-      constexpr bool kGathered = decltype(gathered_rows)::value;
-      if constexpr (row_kernel_shifts_items<scalar_t>(kVectorized, kSeveralRows, kGathered) && kLoads != kRowSlots) {
-        TORCH_INTERNAL_ASSERT(false, "shifted items are read four a step (launch_mode)");
-      } else {
-        row_reduce_kernel<scalar_t, acc_t, out_t, Op, kVectorized, kLoads, kSeveralRows, kEvictFirst,
-                          decltype(permuted_output)::value, kGathered>
-            <<<blocks, kRowThreads, 0, stream.stream()>>>(args, op, out.index, gather);
-      }
-    };
-    // Permuted outputs are small (output_index) and gathered rows are read
-    // element by element into dense outputs: the evict-first kernels read
-    // contiguous rows into dense outputs only.
-    if constexpr (!decltype(evict_first_loads)::value) {
-      if constexpr (!decltype(vectorized_loads)::value) {
-        if (gathered) return kernel(std::false_type{}, std::true_type{});
-      }
-      if (permuted) return kernel(std::true_type{}, std::false_type{});
-    }
-    kernel(std::false_type{}, std::false_type{});
-  };
-  // Evict-first loads for one row a lane, vectorized (see row_reduce_kernel).
-  auto launch_one_row = [&](auto vectorized_loads, auto loads) {
-    if constexpr (decltype(vectorized_loads)::value) {
-      if (evict_first && !permuted) return launch(vectorized_loads, loads, std::false_type{}, std::true_type{});
-    }
-    launch(vectorized_loads, loads, std::false_type{}, std::false_type{});
-  };
-  auto launch_mode = [&](auto vectorized_loads) {
-    if (several_rows) {
-      launch(vectorized_loads, std::integral_constant<int, kShortRowSlots>{}, std::true_type{}, std::false_type{});
-    } else if (items_per_lane > kRowSlots && !row_kernel_shifts_items<scalar_t>(vectorized, false, gathered)) {
-      launch_one_row(vectorized_loads, std::integral_constant<int, row_kernel_long_row_loads<scalar_t>()>{});
-    } else {
-      launch_one_row(vectorized_loads, std::integral_constant<int, kRowSlots>{});
-    }
-  };
-  if (vectorized) {
-    launch_mode(std::true_type{});
-  } else {
-    launch_mode(std::false_type{});
-  }
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-}
-
-// Whether staged_rows_kernel may stage a small Gather layout a vector a load:
-// its innermost reduced run is contiguous and whole vectors, and every other
-// run, and the data, start on a vector's boundary.
-template <typename scalar_t>
-bool stages_vectors(const scalar_t* data, const ReduceLayout& layout) {
-  constexpr int64_t kWidth = vector_width<scalar_t>();
-  const Runs& reduce = layout.reduce_runs;
-  const Runs& batch = layout.batch_runs;
-  if (reduce.strides[0] != 1 || reduce.sizes[0] % kWidth != 0) return false;
-  for (int d = 1; d < reduce.count; ++d)
-    if (reduce.strides[d] % kWidth != 0) return false;
-  for (int d = 0; d < batch.count; ++d)
-    if (batch.strides[d] % kWidth != 0) return false;
-  return is_aligned(data);
-}
-
-// A small Gather layout (small_gather_elements), staged a few rows a block.
-template <typename scalar_t, typename acc_t, typename out_t, typename Op>
-void launch_staged_rows(const scalar_t* data, const ReduceLayout& layout, const Output<out_t>& out, const Op& op,
-                        const c10::cuda::CUDAStream& stream) {
-  constexpr int kWidth = vector_width<scalar_t>();
-  TORCH_INTERNAL_ASSERT(layout.reduce * static_cast<int64_t>(sizeof(scalar_t)) < kSmallGatherMaxRowBytes);
-  StagedRowsArgs<scalar_t, out_t> args{data,
-                                       static_cast<int>(layout.batch),
-                                       static_cast<int>(layout.reduce),
-                                       staged_rows_per_block(layout.reduce, layout.batch),
-                                       row_group_size(ceil_div(layout.reduce, kWidth)),
-                                       {},
-                                       stages_vectors(data, layout),
-                                       out.data};
-  args.row_length_divisor.dims = 1;
-  set_divisor(args.row_length_divisor, 0, static_cast<uint32_t>(layout.reduce));
-  const auto blocks = static_cast<unsigned int>(ceil_div(layout.batch, args.rows_per_block));
-  const size_t stage_bytes = static_cast<size_t>(args.rows_per_block) * layout.reduce * sizeof(scalar_t);
-  auto kernel = out.index.dims != 0 ? staged_rows_kernel<scalar_t, acc_t, out_t, Op, true>
-                                    : staged_rows_kernel<scalar_t, acc_t, out_t, Op, false>;
-  kernel<<<blocks, kRowThreads, stage_bytes, stream.stream()>>>(args, op, row_gather(layout), out.index);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 template <typename scalar_t, typename acc_t, typename out_t, typename Op>
@@ -201,16 +54,20 @@ void launch_layout_reduction(const at::Tensor& input, const ReduceLayout& layout
                              const Op& op) {
   const auto stream = c10::cuda::getCurrentCUDAStream();
   const auto* data = reinterpret_cast<const scalar_t*>(input.data_ptr());
-  switch (kernel_family(layout, sizeof(scalar_t))) {
-    case KernelFamily::Columns:
-      return launch_columns<scalar_t, acc_t, out_t>(data, layout, out, op, stream);
-    case KernelFamily::StagedRows:
-      return launch_staged_rows<scalar_t, acc_t, out_t>(data, layout, out, op, stream);
-    case KernelFamily::SplitRows:
-      return launch_split_rows<scalar_t, acc_t, out_t>(data, layout, out.data, op, stream);
-    case KernelFamily::Rows:
-      return launch_rows<scalar_t, acc_t, out_t>(data, layout, out, op, stream);
-  }
+  with_layout_plan<scalar_t, acc_t, out_t, Op>(
+      reinterpret_cast<uintptr_t>(data), layout, out.index, reinterpret_cast<uintptr_t>(out.data),
+      [&](const auto& plan) {
+        using Plan = std::decay_t<decltype(plan)>;
+        if constexpr (std::is_same_v<Plan, ColumnsPlan>) {
+          launch_columns<scalar_t, acc_t, out_t>(plan, data, layout, out, op, stream);
+        } else if constexpr (std::is_same_v<Plan, StagedRowsPlan>) {
+          launch_staged_rows<scalar_t, acc_t, out_t>(plan, data, layout, out, op, stream);
+        } else if constexpr (std::is_same_v<Plan, SplitRowsPlan>) {
+          launch_split_rows<scalar_t, acc_t, out_t>(plan, data, layout, out.data, op, stream);
+        } else {
+          launch_rows<scalar_t, acc_t, out_t>(plan, data, layout, out, op, stream);
+        }
+      });
 }
 
 // Permuted outputs (output.cuh) of up to this many elements are written in
@@ -279,6 +136,48 @@ void reduce_layout(const at::Tensor& input, const ReduceLayout& layout, at::Tens
       launch_layout_reduction<typename T::scalar_t, typename T::acc_t, out_t>(input, layout, output, op);
     }
   });
+}
+
+// Where a tensor of the explained call would start: its offset from a base
+// that the caching allocator aligns (meta tensors have no address).
+inline uintptr_t planned_address(const at::Tensor& t) {
+  return static_cast<uintptr_t>(t.storage_offset() * static_cast<int64_t>(t.element_size()));
+}
+
+// What reduce_layout would launch for meta tensors of the same sizes,
+// strides and dtypes, computed by the same plan (for explain). A view's
+// storage is taken to start aligned, as the caching allocator's do.
+template <typename Spec, TypeFamily family, ElementWidth width>
+std::vector<LaunchStep> plan_layout(const at::Tensor& input, const ReduceLayout& layout, const at::Tensor& out,
+                                    const OpCall& call) {
+  const std::optional<StridedIndex> index = output_index(out, layout, input.element_size());
+  std::vector<LaunchStep> steps;
+  dispatch_family_reduction<Spec, family>(input.scalar_type(), out.scalar_type(), layout.reduce, call,
+                                          [&](auto types, auto op) {
+    using T = decltype(types);
+    using scalar_t = typename T::scalar_t;
+    using acc_t = typename T::acc_t;
+    using out_t = typename T::out_t;
+    if constexpr (element_width(sizeof(scalar_t)) == width) {
+      const int64_t element_bytes = sizeof(scalar_t), out_bytes = sizeof(out_t);
+      with_layout_plan<scalar_t, acc_t, out_t, decltype(op)>(
+          planned_address(input), layout, index.value_or(StridedIndex{}), index ? planned_address(out) : 0,
+          [&](const auto& plan) {
+            if constexpr (std::is_same_v<std::decay_t<decltype(plan)>, ColumnsPlan>) {
+              steps = describe(plan, layout, element_bytes, out_bytes, sizeof(acc_t));
+            } else {
+              steps.push_back(describe(plan, layout, element_bytes, out_bytes));
+            }
+          });
+    }
+  });
+  if (!index) {  // written dense, then copied (reduce_through_dense)
+    LaunchStep copy;
+    copy.kernel = "copy of the dense output into the result (at::Tensor::copy_)";
+    copy.bytes_read = copy.bytes_written = out.numel() * static_cast<int64_t>(out.element_size());
+    steps.push_back(copy);
+  }
+  return steps;
 }
 
 }  // namespace cuda
