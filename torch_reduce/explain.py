@@ -70,8 +70,9 @@ class Plan:
     def __str__(self) -> str:
         lines = [
             f"torch_reduce.{self.op} on {self.device}: {self.input_dtype} in, the kernels write "
-            f"{self.kernel_dtype}, {self.result_dtype} out; {len(self.steps)} launch(es), "
-            f"{self.bytes_read} bytes read"
+            f"{self.kernel_dtype}, {self.result_dtype} out; {len(self.steps)} step(s)"
+            + (f", {len(self.launches)} launch(es)" if self.launches is not None else "")
+            + f", {self.bytes_read} bytes read"
         ]
         if not self.steps:
             lines.append("  no kernel: an empty input or output")
@@ -91,9 +92,11 @@ class Plan:
             for launch in s["launches"] or []:
                 flags = "".join(f", {f.replace('_', '-')}" for f in ("evict_first", "early") if launch[f])
                 shared = f", {launch['shared_bytes']} B shared" if launch["shared_bytes"] else ""
+                geometry = f"<<<{launch['grid']}, {launch['block']}>>>" if launch["block"] else ""
+                config = f"{launch['config']}; " if launch["config"] else ""
                 lines.append(
-                    f"     launch {launch['kernel']}<<<{launch['grid']}, {launch['block']}>>>{shared}: "
-                    f"{launch['config']}; reads {launch['bytes_read']} B, writes {launch['bytes_written']} B{flags}"
+                    f"     launch {launch['kernel']}{geometry}{shared}: "
+                    f"{config}reads {launch['bytes_read']} B, writes {launch['bytes_written']} B{flags}"
                 )
             if s["launches"] is None and self.device == "cuda":
                 lines.append("     launches: planned where a GPU is visible (grids depend on the device)")

@@ -15,6 +15,7 @@
 #include "column_tile_kernel.cuh"
 #include "device_info.cuh"
 #include "launch_config.cuh"
+#include "launch_policy.cuh"
 
 namespace torch_reduce {
 namespace cuda {
@@ -22,10 +23,10 @@ namespace cuda {
 // column_block_kernel's blocks and column_tile_kernel's teams fold whole
 // tiles of 64 chunks (two levels in one pass); there must be tiles enough to
 // give each SM one.
-constexpr int64_t kTileBlocksPerSm = 1;
+// (LaunchPolicy: tile_blocks_per_sm.)
 
 inline bool tiles_fill_device(int64_t tile_columns, int64_t chunks) {
-  return tile_columns * ceil_div(chunks, kFoldLength) >= kTileBlocksPerSm * sm_count();
+  return tile_columns * ceil_div(chunks, kFoldLength) >= launch_policy().tile_blocks_per_sm * sm_count();
 }
 
 // Blocks that each read whole tiles (`units` of them, `resident` at a time
@@ -44,20 +45,18 @@ enum class ColumnKernel { Short, Block, Tile };
 // One chunk (at most 64 rows): column_short_kernel, whose threads read all
 // the rows of their columns, eight a step, in rows / 8 dependent steps with
 // no barrier -- where there are threads enough to stream
-// (kShortColumnMinThreads) or steps few enough (kShortColumnMaxSteps; up to
+// (short_column_min_threads) or steps few enough (short_column_max_steps; up to
 // 32 rows in items of one column: short_columns_read_ahead) for a warp's
 // worth of items. Otherwise column_block_kernel (its eight warps are the
 // slots: one round, then a barrier) where there is a warp's worth of items,
 // else column_tile_kernel's teams (tiny outputs, such as the last passes of
 // a few long columns).
 // Longer columns: column_block_kernel needs a warp's worth of items, enough
-// bytes to stream (kBlockColumnMinBytes) and tiles enough to fill the
+// bytes to stream (block_column_min_bytes) and tiles enough to fill the
 // device; the rest go to column_tile_kernel or column_chunk_kernel (slots as
 // lanes: eight times the threads for the same bytes), which beat the block
 // kernel's single chunks where its tiles are too few.
-constexpr int64_t kBlockColumnMinBytes = 16 << 20;
-constexpr int64_t kShortColumnMinThreads = 16 * 1024;
-constexpr int64_t kShortColumnMaxSteps = 2;  // rows per slot: short for any warp's worth of items
+// (LaunchPolicy: block_column_min_bytes, short_column_min_threads, short_column_max_steps.)
 
 // Long columns of rows of 256 bytes or more, in inputs larger than the L2,
 // whose tiles do not fill the device for the block kernel: column_short_kernel
@@ -67,7 +66,7 @@ constexpr int64_t kShortColumnMaxSteps = 2;  // rows per slot: short for any war
 // That beats the teams' two levels by more than the extra level costs;
 // inputs that fit in the L2 lost, and so did rows of 128 bytes, where a
 // warp's load spans four chunks.
-constexpr int64_t kShortChunksMinRowBytes = 256;
+// (LaunchPolicy: short_chunks_min_row_bytes.)
 
 // column_tile_kernel's warps read a chunk row kMaxRowLanes items at a time,
 // so items narrower than 8 bytes (one or two half-precision columns, one
@@ -76,7 +75,7 @@ constexpr int64_t kShortChunksMinRowBytes = 256;
 // items of a row, so it takes such passes of one tile where the tiles fill
 // the device (narrow_items_kernel). The first pass of longer columns goes to
 // column_short_kernel's first level, a thread a chunk, where there are
-// items x chunks enough to stream (kNarrowItemsMinThreads): a thread keeps
+// items x chunks enough to stream (narrow_items_min_threads): a thread keeps
 // one step of eight rows in flight, so few threads wait on the L2 step after
 // step. Other such passes stay with the tile kernel: the block kernel lost
 // on longer columns, and the short kernel on tiles too few for the device.
@@ -85,7 +84,7 @@ constexpr int64_t kShortChunksMinRowBytes = 256;
 // item a thread; a quarter of the H100's resident threads) are too small to
 // stream: they wait on latency, where more threads, not more bytes a thread,
 // help.
-constexpr int64_t kNarrowItemsMinThreads = 64 * 1024;
+// (LaunchPolicy: narrow_items_min_threads.)
 
 // Which kernel reads a pass that column_kernel gives the tile kernel, given
 // its items as loaded (`items` of `item_bytes` each).
@@ -95,7 +94,7 @@ inline ColumnKernel narrow_items_kernel(int64_t reduce, int64_t batch, int64_t i
   if (item_bytes >= kNarrowItemBytes || items < kWarpSize || chunks == 1) return ColumnKernel::Tile;
   if (chunks <= kFoldLength)
     return tiles_fill_device(batch * ceil_div(items, kWarpSize), chunks) ? ColumnKernel::Block : ColumnKernel::Tile;
-  const bool streams = batch * items * chunks >= kNarrowItemsMinThreads;
+  const bool streams = batch * items * chunks >= launch_policy().narrow_items_min_threads;
   return !later_pass && streams ? ColumnKernel::Short : ColumnKernel::Tile;
 }
 
@@ -112,9 +111,9 @@ inline bool narrow_chunk_by_rows(int rows_per_slot, int64_t row_pitch_bytes) {
   return rows_per_slot == kSlots || (rows_per_slot == kSlots / 2 && row_pitch_bytes < kLineBytes);
 }
 
-// Where column_short_kernel may read the first level (see kShortChunksMinRowBytes).
+// Where column_short_kernel may read the first level (see short_chunks_min_row_bytes).
 inline bool short_chunks_fit(int64_t chunks, int64_t bytes, int64_t row_bytes) {
-  return chunks > kFoldLength && row_bytes >= kShortChunksMinRowBytes && bytes > l2_bytes();
+  return chunks > kFoldLength && row_bytes >= launch_policy().short_chunks_min_row_bytes && bytes > l2_bytes();
 }
 
 // Where column_short_kernel could read the first level (short_chunks_fit),
@@ -142,15 +141,17 @@ inline bool short_columns_read_ahead(int64_t reduce, int width) {
 // width that the data allow (column_item_width).
 inline ColumnKernel column_kernel(int64_t reduce, int64_t batch, int64_t items, int width, int64_t bytes,
                                   int64_t row_bytes) {
+  const LaunchPolicy& policy = launch_policy();
   if (reduce <= kFoldLength) {
     const bool wide = items >= kWarpSize;
-    if (reduce <= kSlots || batch * items >= kShortColumnMinThreads ||
-        (wide && (reduce <= kShortColumnMaxSteps * kSlots || short_columns_read_ahead(reduce, width))))
+    if (reduce <= kSlots || batch * items >= policy.short_column_min_threads ||
+        (wide && (reduce <= policy.short_column_max_steps * kSlots || short_columns_read_ahead(reduce, width))))
       return ColumnKernel::Short;
     return wide ? ColumnKernel::Block : ColumnKernel::Tile;
   }
   const int64_t chunks = ceil_div(reduce, kFoldLength);
-  if (items >= kWarpSize && bytes >= kBlockColumnMinBytes && tiles_fill_device(batch * ceil_div(items, kWarpSize), chunks))
+  if (items >= kWarpSize && bytes >= policy.block_column_min_bytes &&
+      tiles_fill_device(batch * ceil_div(items, kWarpSize), chunks))
     return ColumnKernel::Block;
   // A pass of one tile stays with the teams: two levels in one pass.
   if (short_chunks_fit(chunks, bytes, row_bytes)) return ColumnKernel::Short;
@@ -159,17 +160,17 @@ inline ColumnKernel column_kernel(int64_t reduce, int64_t batch, int64_t items, 
 
 // column_short_kernel's items a thread: a thread of one narrow item keeps
 // 2 or 4 bytes a row in flight, too few to stream, so passes large enough
-// (kNarrowItemsMinThreads) read `most` (short_spread), kWarpSize items
+// (narrow_items_min_threads) read `most` (short_spread), kWarpSize items
 // apart, where a row has items enough for a warp of such threads. Smaller
 // passes keep one item a thread: there more threads hide latency better than
 // more bytes a thread, and reading several lost.
 inline int short_columns_spread(int64_t threads, int64_t items, int most) {
-  const bool streams = threads >= kNarrowItemsMinThreads;
+  const bool streams = threads >= launch_policy().narrow_items_min_threads;
   return streams && items >= static_cast<int64_t>(kWarpSize) * most ? most : 1;
 }
 
 // The grid of a column pass. The kernels loop over their blocks' work, so
-// the grid may be smaller than the work: sm_count() * kMaxBlocksPerSm
+// the grid may be smaller than the work: sm_count() * max_blocks_per_sm
 // blocks, or for column_short_kernel's passes of one chunk of 8 rows or
 // more, one block per 256 work items, as torch.sum launches them (the loop
 // was slightly slower there). Threads of fewer rows keep the loop: blocks of
@@ -181,7 +182,8 @@ inline bool short_block_per_work(int64_t reduce) { return reduce >= kSlots && re
 
 inline int64_t column_pass_grid(ColumnKernel kernel, int64_t reduce, int64_t blocks) {
   const bool block_per_work = kernel == ColumnKernel::Short && short_block_per_work(reduce);
-  const int64_t most = block_per_work ? kMaxGridBlocks : static_cast<int64_t>(sm_count()) * kMaxBlocksPerSm;
+  const int64_t most =
+      block_per_work ? kMaxGridBlocks : static_cast<int64_t>(sm_count()) * launch_policy().max_blocks_per_sm;
   return std::max<int64_t>(1, std::min(blocks, most));
 }
 
@@ -221,7 +223,7 @@ inline int64_t wave_balanced_grid(int64_t blocks, int resident) {
 // faster, even counting the pass they add; with more, teams are as fast and
 // fold two levels a pass. A pass of one tile (at most 64 chunks) is the last
 // with teams, where single chunks would leave another pass.
-constexpr int64_t kTileMinLanes = 32 * 1024;
+// (LaunchPolicy: tile_min_lanes.)
 
 // column_chunk_kernel counts its units (lane groups' chunks) in 32 bits;
 // inputs of more units (some 2^36 elements) go to the teams.
@@ -230,7 +232,7 @@ constexpr int64_t kChunkKernelMaxUnits = std::numeric_limits<int32_t>::max();
 inline bool tile_teams_stream(int64_t item_groups, int row_lanes, int64_t chunks) {
   if (chunks <= kFoldLength || item_groups * chunks > kChunkKernelMaxUnits) return true;
   const int64_t lanes = item_groups * ceil_div(chunks, kFoldLength) * kSlots * kSlots * row_lanes;
-  return tiles_fill_device(item_groups, chunks) && lanes >= kTileMinLanes;
+  return tiles_fill_device(item_groups, chunks) && lanes >= launch_policy().tile_min_lanes;
 }
 
 // How column_tile_kernel.cuh reads a pass of few columns: teams (two levels,
@@ -255,15 +257,14 @@ inline int tile_teams(int row_lanes) { return kColumnThreads / (kSlots * kSlots 
 inline int tile_lane_groups(int row_lanes) { return kColumnThreads / (kSlots * row_lanes); }
 
 // A later pass (partials, in L2) of one tile with few item groups, which
-// teams would read in more than four rounds (kLaterPassTeamChunks) and wide
+// teams would read in more than four rounds (later_pass_team_chunks) and wide
 // blocks could not speed up (lane groups of four items), goes to single
 // chunks and one more pass: a team's rounds follow one another, single
 // chunks read the tile in one. Most first passes of one tile keep their
-// teams, but for those of at most kFewTeamBlocks team blocks, which leave
+// teams, but for those of at most few_team_blocks team blocks, which leave
 // the device mostly idle. Wide blocks of one-item lane groups lost to single
 // chunks in both kinds of pass.
-constexpr int64_t kLaterPassTeamChunks = 4 * kSlots;
-constexpr int64_t kFewTeamBlocks = 32;
+// (LaunchPolicy: later_pass_team_chunks, few_team_blocks.)
 
 // Columns of one chunk (64 rows or fewer) go to single chunks, which write
 // the output: a team would leave seven of its eight lane groups idle.
@@ -281,7 +282,8 @@ inline TileMode tile_mode(int64_t item_groups, int row_lanes, int64_t chunks, bo
     const bool one_tile = chunks <= kFoldLength && item_groups < sm_count();
     if (one_tile && chunks > kSlots && row_lanes < kMaxRowLanes) return TileMode::Wide;
     const int64_t team_blocks = ceil_div(item_groups * ceil_div(chunks, kFoldLength), tile_teams(row_lanes));
-    if (one_tile && chunks > kLaterPassTeamChunks && (later_pass || team_blocks <= kFewTeamBlocks))
+    const LaunchPolicy& policy = launch_policy();
+    if (one_tile && chunks > policy.later_pass_team_chunks && (later_pass || team_blocks <= policy.few_team_blocks))
       return TileMode::Chunks;
     if (!tiles_fill_waves(team_blocks, team_slots) && item_groups * chunks <= kChunkKernelMaxUnits)
       return TileMode::Chunks;
@@ -301,16 +303,17 @@ inline TileMode tile_mode(int64_t item_groups, int row_lanes, int64_t chunks, bo
 //
 // The flat pass folds one level, where wide blocks and teams fold two, and
 // its blocks wait for their slowest unit each step: it is taken for inputs
-// of kFlatColumnsMinBytes or more with columns longer than a chunk and rows
+// of flat_columns_min_bytes or more with columns longer than a chunk and rows
 // of more than one item; the item kernels were faster for the rest.
-constexpr int64_t kFlatColumnsMinBytes = 4 << 20;
+// (LaunchPolicy: flat_columns_min_bytes.)
 
 inline int64_t flat_first_column(uintptr_t address, int64_t element_bytes, int64_t item_width, int64_t batch,
                                  int64_t reduce, int64_t columns, int64_t batch_stride, int64_t reduce_stride) {
   const int64_t width = std::max<int64_t>(kVectorBytes / element_bytes, 1);
   const int64_t first = static_cast<int64_t>(address % kVectorBytes) / element_bytes;
   const bool narrow = item_width * element_bytes < kNarrowItemBytes && columns > item_width;
-  const bool large = reduce > kFoldLength && batch * reduce * reduce_stride * element_bytes >= kFlatColumnsMinBytes;
+  const bool large = reduce > kFoldLength &&
+                     batch * reduce * reduce_stride * element_bytes >= launch_policy().flat_columns_min_bytes;
   const bool dense = reduce_stride - columns >= first && reduce_stride - columns < width;
   const bool runs = (kSlots * reduce_stride) % width == 0 && kSlots * reduce_stride / width <= kColumnThreads;
   const bool batches = batch == 1 || (batch_stride % width == 0 && batch_stride >= reduce * reduce_stride);

@@ -15,6 +15,7 @@
 
 #include "device_info.cuh"
 #include "kernel_family.cuh"
+#include "launch_policy.cuh"
 #include "packed_row_reduce.cuh"
 #include "row_reduce.cuh"
 #include "split_row_reduce.cuh"
@@ -30,7 +31,7 @@ namespace cuda {
 // fixed cost, not the bytes in flight.
 constexpr int64_t kTilesPerSplit = 8;
 // Grid-stride kernels: blocks per SM beyond which a bigger grid buys nothing.
-constexpr int64_t kMaxBlocksPerSm = 32;
+// (LaunchPolicy: max_blocks_per_sm.)
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -61,12 +62,12 @@ inline int64_t split_row_tiles(int64_t row_length, int element_bytes) {
 
 // Up to this many tiles, one block reading them in turn beats splitting: the
 // combine step costs more (about three L2 round trips) than a second tile.
-constexpr int64_t kSingleBlockTiles = 2;
+// (LaunchPolicy: single_block_tiles.)
 
 // A full reduction fills the device once: at most one wave of resident blocks.
 inline int64_t full_reduction_splits(int64_t n, int element_bytes, int resident_per_sm) {
   const int64_t tiles = split_row_tiles(n, element_bytes);
-  if (tiles <= kSingleBlockTiles) return 1;
+  if (tiles <= launch_policy().single_block_tiles) return 1;
   return std::min<int64_t>(tiles, static_cast<int64_t>(sm_count()) * resident_per_sm);
 }
 
@@ -108,7 +109,7 @@ inline bool evict_first_input(int64_t read_bytes, int64_t written_bytes) {
   return read_bytes > l2_bytes() && 2 * written_bytes <= l2_bytes();
 }
 
-// Rows a block of staged_rows_kernel takes: enough for kStagedBlocksPerSm
+// Rows a block of staged_rows_kernel takes: enough for staged_blocks_per_sm
 // blocks an SM, up to as many whole rows as one round trip of its loads
 // stages (kStagedElements), at least one. A row's order does not depend on
 // its block's rows (staged_rows_kernel.cuh), so this may depend on the batch
@@ -116,15 +117,17 @@ inline bool evict_first_input(int64_t read_bytes, int64_t written_bytes) {
 // thread stages fewer elements, each found by a chain of dependent integer
 // operations. A block's rows fill at most max(kStagedElements, row_length)
 // elements of shared memory, 16 KiB at most (kSmallGatherMaxRowBytes).
-constexpr int64_t kStagedBlocksPerSm = 4;
+// (LaunchPolicy: staged_blocks_per_sm.)
 inline int staged_rows_per_block(int64_t row_length, int64_t rows) {
   const int64_t most = std::max<int64_t>(1, kStagedElements / row_length);
-  return static_cast<int>(std::clamp<int64_t>(ceil_div(rows, sm_count() * kStagedBlocksPerSm), 1, most));
+  const int64_t blocks = sm_count() * launch_policy().staged_blocks_per_sm;
+  return static_cast<int>(std::clamp<int64_t>(ceil_div(rows, blocks), 1, most));
 }
 static_assert(kSmallGatherMaxRowBytes <= kSplitRowBytes, "staged rows take the order of row_reduce_kernel's rows");
 
 inline int64_t grid_stride_blocks(int64_t work_items, int threads) {
-  return std::max<int64_t>(1, std::min(ceil_div(work_items, threads), static_cast<int64_t>(sm_count()) * kMaxBlocksPerSm));
+  const int64_t most = static_cast<int64_t>(sm_count()) * launch_policy().max_blocks_per_sm;
+  return std::max<int64_t>(1, std::min(ceil_div(work_items, threads), most));
 }
 
 }  // namespace cuda

@@ -6,6 +6,9 @@
 // evidence for it: docs/TUNING.md, under the field's name.
 #pragma once
 
+#include <c10/cuda/CUDAFunctions.h>
+
+#include <array>
 #include <cstdint>
 
 #include "device_info.cuh"
@@ -56,11 +59,19 @@ inline constexpr LaunchPolicy kLaunchPolicies[] = {
 };
 
 // The current device's row: the last whose arch it reaches, else the first.
+// Looked up once a device: plans ask for it several times a call.
 inline const LaunchPolicy& launch_policy() {
-  const int arch = compute_capability_major() * 10 + compute_capability_minor();
-  const LaunchPolicy* chosen = &kLaunchPolicies[0];
-  for (const LaunchPolicy& row : kLaunchPolicies)
-    if (arch >= row.arch) chosen = &row;
+  constexpr int kMaxDevices = 64;
+  static std::array<const LaunchPolicy*, kMaxDevices> cache{};
+  const int device = c10::cuda::current_device();
+  const LaunchPolicy* chosen = device < kMaxDevices ? cache[device] : nullptr;
+  if (chosen == nullptr) {
+    const int arch = compute_capability_major() * 10 + compute_capability_minor();
+    chosen = &kLaunchPolicies[0];
+    for (const LaunchPolicy& row : kLaunchPolicies)
+      if (arch >= row.arch) chosen = &row;
+    if (device < kMaxDevices) cache[device] = chosen;
+  }
   return *chosen;
 }
 

@@ -75,7 +75,7 @@ void launch_layout_reduction(const at::Tensor& input, const ReduceLayout& layout
 // permutation land a sector each where a dense output's are coalesced, and
 // for large outputs that costs more than the copy's kernel saves. See
 // docs/TUNING.md.
-constexpr int64_t kPermutedOutputMaxElements = 1 << 16;
+// (LaunchPolicy: permuted_output_max_elements.)
 
 // Where the kernels write `out` (of the dims of the tensor they reduce, size
 // 1 where reduced): no dims where it is dense; nullopt where it is written
@@ -106,7 +106,7 @@ inline std::optional<StridedIndex> output_index(const at::Tensor& out, const Red
                                     ? layout.reduce <= kFoldLength
                                     : is_small_gather(layout, element_bytes) ||
                                           (layout.kind == ReduceLayout::Inner && !splits_rows(layout, element_bytes));
-  if (out.numel() > kPermutedOutputMaxElements || !permuted_kernels) return std::nullopt;
+  if (out.numel() > launch_policy().permuted_output_max_elements || !permuted_kernels) return std::nullopt;
   StridedIndex index;
   index.dims = dims;
   for (int d = 0; d < dims; ++d) {
