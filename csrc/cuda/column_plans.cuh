@@ -95,7 +95,9 @@ struct FlatColumnsPlan {
   int64_t grid = 0;
 };
 
-constexpr int kMaxColumnPasses = 12;  // each pass divides the values a column by 8 or more
+// Each pass leaves at most a value a chunk (64 rows) of what it reads, so
+// columns of 2^63 rows take 11 passes; the flat pass is apart.
+constexpr int kMaxColumnPasses = 12;
 
 struct ColumnsPlan {
   FlatColumnsPlan flat;
