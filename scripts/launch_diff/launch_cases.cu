@@ -4,6 +4,8 @@
 #include <ATen/ATen.h>
 
 #include <cstdio>
+#include <functional>
+#include <vector>
 #include <random>
 
 #include "cuda/capabilities.cuh"
@@ -37,6 +39,18 @@ void layout_kernel(const at::Tensor& input, const ReduceLayout& layout, at::Tens
 
 using namespace torch_reduce;
 
+// One op through the front end, on the CUDA backend's layout kernels.
+using Runner = std::function<void(const at::Tensor&, at::OptionalIntArrayRef)>;
+template <typename Spec>
+Runner runner(double scalar = 0) {
+  return [scalar](const at::Tensor& x, at::OptionalIntArrayRef dim) {
+    static const Backend backend{&torch_reduce::cuda::capabilities(), &layout_kernel<Spec>, nullptr};
+    OpCall call;
+    call.scalar = scalar;
+    reduce_front_end(semantics_of<Spec>(), x, dim, false, std::nullopt, backend, call);
+  };
+}
+
 int main(int argc, char** argv) {
   const int cases = argc > 1 ? atoi(argv[1]) : 1000;
   std::mt19937 rng(argc > 2 ? atoi(argv[2]) : 1);
@@ -44,15 +58,17 @@ int main(int argc, char** argv) {
                           255, 256, 257, 500, 1000, 1024, 1025, 2048, 4096, 5000, 8192, 16384, 65536, 100000, 1 << 20};
   const at::ScalarType dtypes[] = {at::kFloat, at::kBFloat16, at::kHalf, at::kDouble, at::kInt, at::kByte};
   auto pick = [&](int n) { return static_cast<int>(rng() % n); };
-  const Backend sum{&torch_reduce::cuda::capabilities(), &layout_kernel<Sum>, nullptr};
-  const Backend var{&torch_reduce::cuda::capabilities(), &layout_kernel<Var>, nullptr};
-  const Backend argmax{&torch_reduce::cuda::capabilities(), &layout_kernel<ArgMax>, nullptr};
+  // Ops of every kind of state and element step: folds of values, an exact
+  // one, a logical one, a mapped one (the 2-norm), struct states, positions.
+  const std::vector<Runner> ops = {runner<Sum>(), runner<Mean>(), runner<Amax>(), runner<Prod>(), runner<Any>(),
+                                   runner<VectorNorm>(2.0), runner<Var>(), runner<LogSumExp>(), runner<ArgMax>()};
+  const int kArgMax = static_cast<int>(ops.size()) - 1;
   const int64_t fixed[][2] = {{4096, 4096}, {65536, 1024}, {1048576, 32}, {32, 1048576}, {16384, 16384},
                               {8, 16777216}, {1048576, 8}, {3, 5000000}, {7840000, 4}, {1000000, 2},
                               {262144, 128}, {32768, 32}, {48, 100000}, {1 << 22, 2}, {3001, 999}};
   int c = 0;
   for (const auto& shape : fixed)
-    for (int op = 0; op < 3; ++op)
+    for (int op = 0; op < static_cast<int>(ops.size()); ++op)
       for (at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf, at::kDouble})
         for (int dim = -1; dim <= 2; ++dim) {
           at::Tensor x = at::empty({shape[0], shape[1]}, at::TensorOptions().dtype(dtype));
@@ -62,9 +78,7 @@ int main(int argc, char** argv) {
           try {
             const std::vector<int64_t> d{dim == 2 ? 0 : dim};
             const at::OptionalIntArrayRef od = dim == 1 ? at::OptionalIntArrayRef() : at::OptionalIntArrayRef(d);
-            if (op == 0) reduce_front_end(semantics_of<Sum>(), x, od, false, std::nullopt, sum);
-            if (op == 1) reduce_front_end(semantics_of<Var>(), x, od, false, std::nullopt, var);
-            if (op == 2) reduce_front_end(semantics_of<ArgMax>(), x, od, false, std::nullopt, argmax);
+            ops[op](x, od);
           } catch (const std::exception& e) {
             printf("  error %s\n", std::string(e.what()).substr(0, 80).c_str());
           }
@@ -79,8 +93,8 @@ int main(int argc, char** argv) {
       total = 1;
       for (int d = 0; d < ndim; ++d) sizes.push_back(pool[pick(sizeof(pool) / sizeof(pool[0]))]), total *= sizes.back();
     } while (total > (int64_t{1} << 23));
-    const int op = pick(3);
-    at::ScalarType dtype = dtypes[pick(op == 0 ? 6 : 4)];
+    const int op = pick(static_cast<int>(ops.size()));
+    at::ScalarType dtype = dtypes[pick(6)];
     std::vector<int64_t> base = sizes;
     const int view = pick(6);
     const int vd = pick(ndim);
@@ -96,7 +110,7 @@ int main(int argc, char** argv) {
     if (!all) {
       for (int d = 0; d < ndim; ++d) if (pick(2)) dims.push_back(d);
       if (dims.empty()) dims.push_back(pick(ndim));
-      if (op == 2) dims.resize(1);
+      if (op == kArgMax) dims.resize(1);
     }
     printf("case %d op=%d dtype=%s sizes=%s strides=%s offset=%lld dims=%s\n", c, op, c10::toString(dtype),
            c10::str(x.sizes()).c_str(), c10::str(x.strides()).c_str(), static_cast<long long>(x.storage_offset()),
@@ -104,9 +118,7 @@ int main(int argc, char** argv) {
     fflush(stdout);
     {
       const at::OptionalIntArrayRef dim = all ? at::OptionalIntArrayRef() : at::OptionalIntArrayRef(dims);
-      if (op == 0) reduce_front_end(semantics_of<Sum>(), x, dim, false, std::nullopt, sum);
-      if (op == 1) reduce_front_end(semantics_of<Var>(), x, dim, false, std::nullopt, var);
-      if (op == 2) reduce_front_end(semantics_of<ArgMax>(), x, dim, false, std::nullopt, argmax);
+      ops[op](x, dim);
     }
     } catch (const std::exception& e) {
       printf("  error %s\n", std::string(e.what()).substr(0, 80).c_str());

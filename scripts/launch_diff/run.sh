@@ -2,20 +2,20 @@
 # Whether two revisions of the CUDA backend launch the same kernels, without a
 # GPU: each revision's layout kernels (reduce_layout.cuh) run over the same
 # views -- fixed shapes, then random ones (sizes, slices, transposes,
-# expanded dims, permutes; sum, var and argmax; five dtypes) -- on a fake CUDA
+# expanded dims, permutes; six dtypes; nine ops of every kind of state) -- on a fake CUDA
 # runtime (fake_cuda_runtime.cpp) that records each launch instead of making
 # it: the kernel's mangled name (its template arguments), grid, block, shared
 # bytes and whether it launched early, under five made-up devices (SMs, L2
 # size). The fold orders, and so the results, follow from the kernels and
 # their grids; argument values are not compared. Partials live on the CPU
 # (the fake runtime has no memory): new_partials is patched to the CPU.
-#   bash scripts/launch_diff/run.sh REV_A REV_B [CASES]   # e.g. main HEAD 3000
+#   bash scripts/launch_diff/run.sh REV_A REV_B [CASES]   # e.g. main HEAD 5000
 # Needs nvcc and the virtual environment's torch (scripts/setup_env.sh); about
-# 6 minutes of 2 cores a revision to build (device code to PTX only).
+# 10 minutes of 2 cores a revision to build (device code to PTX only).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-cases="${3:-3000}"
+cases="${3:-5000}"
 torch_dir="$("$root/.venv/bin/python" -c 'import os, torch; print(os.path.dirname(torch.__file__))')"
 nvcc="${NVCC:-nvcc}"
 work="$(mktemp -d)"
