@@ -107,7 +107,7 @@ struct ColumnsPlan {
 
 template <typename in_t, typename acc_t, typename out_t, typename Op>
 ColumnPassPlan plan_column_pass(uintptr_t data, int64_t batch, int64_t reduce, int64_t columns, int64_t batch_stride,
-                                int64_t reduce_stride, bool indexed, bool later_pass, int64_t out_bytes) {
+                                int64_t reduce_stride, bool indexed, bool later_pass) {
   ColumnPassPlan p;
   p.batch = batch, p.reduce = reduce, p.columns = columns, p.batch_stride = batch_stride;
   p.reduce_stride = reduce_stride, p.element_bytes = sizeof(in_t), p.later_pass = later_pass, p.indexed = indexed;
@@ -160,7 +160,7 @@ ColumnPassPlan plan_column_pass(uintptr_t data, int64_t batch, int64_t reduce, i
     }
   }
   const bool evict_first = evict_first_input(
-      bytes, p.values_left * batch * columns * (p.values_left > 1 ? static_cast<int64_t>(sizeof(acc_t)) : out_bytes));
+      bytes, p.values_left * batch * columns * static_cast<int64_t>(p.values_left > 1 ? sizeof(acc_t) : sizeof(out_t)));
   p.grid = column_pass_grid(p.kernel, reduce, blocks);
   // Every pass of several launches early (dependent_launch.cuh).
   p.early = later_pass || p.values_left > 1;
@@ -233,12 +233,11 @@ FlatColumnsPlan plan_flat_columns(uintptr_t data, const ReduceLayout& layout, bo
 template <typename scalar_t, typename acc_t, typename out_t, typename Op>
 ColumnsPlan plan_columns(uintptr_t data, const ReduceLayout& layout, const StridedIndex& out_index) {
   ColumnsPlan plan;
-  const int64_t out_bytes = sizeof(out_t);
   const bool permuted = out_index.dims != 0;
   if (layout.column_runs.count != 0) {
     plan.pass[plan.passes++] = plan_column_pass<scalar_t, acc_t, out_t, Op>(
         data, layout.batch, layout.reduce, layout.inner, 0, layout.reduce_stride, /*indexed=*/true,
-        /*later_pass=*/false, out_bytes);
+        /*later_pass=*/false);
     return plan;
   }
   plan.flat = plan_flat_columns<scalar_t, acc_t, out_t, Op>(data, layout, permuted);
@@ -246,7 +245,7 @@ ColumnsPlan plan_columns(uintptr_t data, const ReduceLayout& layout, const Strid
   if (plan.flat.first < 0) {
     plan.pass[plan.passes++] = plan_column_pass<scalar_t, acc_t, out_t, Op>(
         data, layout.batch, layout.reduce, layout.inner, layout.batch_stride, layout.reduce_stride, permuted,
-        /*later_pass=*/false, out_bytes);
+        /*later_pass=*/false);
     values = plan.pass[0].values_left;
   }
   // Later passes reduce [values, outputs] partials, contiguous.
@@ -254,7 +253,7 @@ ColumnsPlan plan_columns(uintptr_t data, const ReduceLayout& layout, const Strid
   while (values > 1) {
     TORCH_INTERNAL_ASSERT(plan.passes < kMaxColumnPasses);
     plan.pass[plan.passes] = plan_column_pass<acc_t, acc_t, out_t, Op>(0, 1, values, outputs, 0, outputs, permuted,
-                                                                       /*later_pass=*/true, out_bytes);
+                                                                       /*later_pass=*/true);
     values = plan.pass[plan.passes++].values_left;
   }
   return plan;

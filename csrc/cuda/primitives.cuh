@@ -17,11 +17,9 @@ namespace cuda {
 constexpr int kWarpSize = 32;
 constexpr int kVectorBytes = 16;
 
-// Whether `p` starts on a `bytes` boundary (a vector's, by default).
-template <typename T>
-bool is_aligned(const T* p, size_t bytes = kVectorBytes) {
-  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
-}
+// Whether an address starts on a `bytes` boundary (a vector's, by default).
+// Plans take addresses, not pointers: explain plans for meta tensors.
+inline bool is_aligned_address(uintptr_t address, size_t bytes = kVectorBytes) { return address % bytes == 0; }
 
 // Elements of T in one 16-byte load; one for a larger T (var's state of
 // doubles), which one load of its own size moves.

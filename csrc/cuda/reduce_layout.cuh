@@ -119,22 +119,32 @@ inline std::optional<StridedIndex> output_index(const at::Tensor& out, const Red
 // The LayoutKernel body of op `Spec`, for inputs of one TypeFamily and
 // ElementWidth; each generated unit instantiates one or both widths of a
 // family, so that the units compile in parallel.
+// f(types, op) for the input's and output's dtypes, among the kernels of the
+// unit's element width (the backend picks the unit by the input's).
+template <typename Spec, TypeFamily family, ElementWidth width, typename F>
+void dispatch_unit_reduction(const at::Tensor& input, const ReduceLayout& layout, const at::Tensor& out,
+                             const OpCall& call, F&& f) {
+  dispatch_family_reduction<Spec, family>(input.scalar_type(), out.scalar_type(), layout.reduce, call,
+                                          [&](auto types, auto op) {
+    if constexpr (element_width(sizeof(typename decltype(types)::scalar_t)) != width) {
+      TORCH_INTERNAL_ASSERT(false, "torch_reduce: ", Spec::kName, "'s kernels of the other element width");
+    } else {
+      f(types, op);
+    }
+  });
+}
+
 template <typename Spec, TypeFamily family, ElementWidth width>
 void reduce_layout(const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out, const OpCall& call) {
   const std::optional<StridedIndex> index = output_index(out, layout, input.element_size());
   if (!index)
     return reduce_through_dense(
         out, [&](at::Tensor& dense) { reduce_layout<Spec, family, width>(input, layout, dense, call); });
-  dispatch_family_reduction<Spec, family>(input.scalar_type(), out.scalar_type(), layout.reduce, call,
-                                          [&](auto types, auto op) {
+  dispatch_unit_reduction<Spec, family, width>(input, layout, out, call, [&](auto types, auto op) {
     using T = decltype(types);
     using out_t = typename T::out_t;
-    if constexpr (element_width(sizeof(typename T::scalar_t)) != width) {
-      TORCH_INTERNAL_ASSERT(false, "torch_reduce: ", Spec::kName, "'s kernels of the other element width");
-    } else {
-      const Output<out_t> output{reinterpret_cast<out_t*>(out.data_ptr()), *index};
-      launch_layout_reduction<typename T::scalar_t, typename T::acc_t, out_t>(input, layout, output, op);
-    }
+    const Output<out_t> output{reinterpret_cast<out_t*>(out.data_ptr()), *index};
+    launch_layout_reduction<typename T::scalar_t, typename T::acc_t, out_t>(input, layout, output, op);
   });
 }
 
@@ -152,24 +162,21 @@ std::vector<LaunchStep> plan_layout(const at::Tensor& input, const ReduceLayout&
                                     const OpCall& call) {
   const std::optional<StridedIndex> index = output_index(out, layout, input.element_size());
   std::vector<LaunchStep> steps;
-  dispatch_family_reduction<Spec, family>(input.scalar_type(), out.scalar_type(), layout.reduce, call,
-                                          [&](auto types, auto op) {
+  dispatch_unit_reduction<Spec, family, width>(input, layout, out, call, [&](auto types, auto op) {
     using T = decltype(types);
     using scalar_t = typename T::scalar_t;
     using acc_t = typename T::acc_t;
     using out_t = typename T::out_t;
-    if constexpr (element_width(sizeof(scalar_t)) == width) {
-      const int64_t element_bytes = sizeof(scalar_t), out_bytes = sizeof(out_t);
-      with_layout_plan<scalar_t, acc_t, out_t, decltype(op)>(
-          planned_address(input), layout, index.value_or(StridedIndex{}), index ? planned_address(out) : 0,
-          [&](const auto& plan) {
-            if constexpr (std::is_same_v<std::decay_t<decltype(plan)>, ColumnsPlan>) {
-              steps = describe(plan, layout, element_bytes, out_bytes, sizeof(acc_t));
-            } else {
-              steps.push_back(describe(plan, layout, element_bytes, out_bytes));
-            }
-          });
-    }
+    const int64_t element_bytes = sizeof(scalar_t), out_bytes = sizeof(out_t);
+    with_layout_plan<scalar_t, acc_t, out_t, decltype(op)>(
+        planned_address(input), layout, index.value_or(StridedIndex{}), index ? planned_address(out) : 0,
+        [&](const auto& plan) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(plan)>, ColumnsPlan>) {
+            steps = describe(plan, layout, element_bytes, out_bytes, sizeof(acc_t));
+          } else {
+            steps.push_back(describe(plan, layout, element_bytes, out_bytes));
+          }
+        });
   });
   if (!index) {  // written dense, then copied (reduce_through_dense)
     LaunchStep copy;

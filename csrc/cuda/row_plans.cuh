@@ -17,8 +17,6 @@
 namespace torch_reduce {
 namespace cuda {
 
-inline bool is_aligned_address(uintptr_t address, size_t bytes = kVectorBytes) { return address % bytes == 0; }
-
 // split_row_reduce_kernel: `splits` blocks a row, the last to finish combines.
 struct SplitRowsPlan {
   bool gathered = false;
