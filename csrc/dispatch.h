@@ -217,6 +217,20 @@ void dispatch_family(at::ScalarType in, F&& f) {
   }
 }
 
+// Calls f(family, width) with the integral constants of the translation
+// unit that holds the kernels of an input of dtype `in` (build_support/
+// kernel_units.py: a unit per op and family, and per width for some ops).
+template <typename Spec, typename F>
+void dispatch_unit(at::ScalarType in, F&& f) {
+  dispatch_family<Spec>(in, [&](auto family) {
+    if (element_width(c10::elementSize(in)) == ElementWidth::Narrow) {
+      f(family, std::integral_constant<ElementWidth, ElementWidth::Narrow>{});
+    } else {
+      f(family, std::integral_constant<ElementWidth, ElementWidth::Wide>{});
+    }
+  });
+}
+
 // The same as dispatch_family_reduction, for an input of any family.
 template <typename Spec, typename F>
 void dispatch_reduction(at::ScalarType in, at::ScalarType out, int64_t count, const OpCall& call, F&& f) {

@@ -26,18 +26,6 @@ template <typename Spec, TypeFamily family, ElementWidth width>
 std::vector<LaunchStep> plan_layout(const at::Tensor& input, const ReduceLayout& layout, const at::Tensor& out,
                                     const OpCall& call);
 
-// Calls f(family, width) for the input dtype's kernels.
-template <typename Spec, typename F>
-void dispatch_kernels(at::ScalarType dtype, F&& f) {
-  dispatch_family<Spec>(dtype, [&](auto family) {
-    if (element_width(c10::elementSize(dtype)) == ElementWidth::Narrow) {
-      f(family, std::integral_constant<ElementWidth, ElementWidth::Narrow>{});
-    } else {
-      f(family, std::integral_constant<ElementWidth, ElementWidth::Wide>{});
-    }
-  });
-}
-
 struct CudaBackend {
   static constexpr c10::DeviceType kDevice = c10::DeviceType::CUDA;
   static const BackendCapabilities& capabilities() { return cuda::capabilities(); }
@@ -49,7 +37,7 @@ struct CudaBackend {
                             const OpCall& call) {
     const c10::cuda::CUDAGuard guard(input.device());
     check_device_has_code();
-    dispatch_kernels<Spec>(input.scalar_type(), [&](auto family, auto width) {
+    dispatch_unit<Spec>(input.scalar_type(), [&](auto family, auto width) {
       cuda::reduce_layout<Spec, decltype(family)::value, decltype(width)::value>(input, layout, out, call);
     });
   }
@@ -60,7 +48,7 @@ struct CudaBackend {
                                                             const at::Tensor& out, const OpCall& call) {
     if (c10::cuda::device_count() == 0) return std::nullopt;
     std::vector<LaunchStep> steps;
-    dispatch_kernels<Spec>(input.scalar_type(), [&](auto family, auto width) {
+    dispatch_unit<Spec>(input.scalar_type(), [&](auto family, auto width) {
       steps = cuda::plan_layout<Spec, decltype(family)::value, decltype(width)::value>(input, layout, out, call);
     });
     return steps;

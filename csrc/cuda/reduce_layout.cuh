@@ -116,9 +116,6 @@ inline std::optional<StridedIndex> output_index(const at::Tensor& out, const Red
   return index;
 }
 
-// The LayoutKernel body of op `Spec`, for inputs of one TypeFamily and
-// ElementWidth; each generated unit instantiates one or both widths of a
-// family, so that the units compile in parallel.
 // f(types, op) for the input's and output's dtypes, among the kernels of the
 // unit's element width (the backend picks the unit by the input's).
 template <typename Spec, TypeFamily family, ElementWidth width, typename F>
@@ -134,6 +131,9 @@ void dispatch_unit_reduction(const at::Tensor& input, const ReduceLayout& layout
   });
 }
 
+// The LayoutKernel body of op `Spec`, for inputs of one TypeFamily and
+// ElementWidth; each generated unit instantiates one or both widths of a
+// family, so that the units compile in parallel.
 template <typename Spec, TypeFamily family, ElementWidth width>
 void reduce_layout(const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out, const OpCall& call) {
   const std::optional<StridedIndex> index = output_index(out, layout, input.element_size());

@@ -26,13 +26,8 @@ Workspace stream_workspace(const c10::cuda::CUDAStream&, int64_t, int64_t) {
 
 template <typename Spec>
 void layout_kernel(const at::Tensor& input, const ReduceLayout& layout, at::Tensor& out, const OpCall& call) {
-  dispatch_family<Spec>(input.scalar_type(), [&](auto family) {
-    constexpr TypeFamily kFamily = decltype(family)::value;
-    if (element_width(input.element_size()) == ElementWidth::Narrow) {
-      cuda::reduce_layout<Spec, kFamily, ElementWidth::Narrow>(input, layout, out, call);
-    } else {
-      cuda::reduce_layout<Spec, kFamily, ElementWidth::Wide>(input, layout, out, call);
-    }
+  dispatch_unit<Spec>(input.scalar_type(), [&](auto family, auto width) {
+    cuda::reduce_layout<Spec, decltype(family)::value, decltype(width)::value>(input, layout, out, call);
   });
 }
 }  // namespace torch_reduce
